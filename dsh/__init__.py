@@ -1,0 +1,53 @@
+"""dsh: a cordis-style plugin runtime and the agent harness built on it.
+
+Start a root with ``async with dsh.Context() as root:``, add plugins with
+``root.plugin(...)`` or ``await dsh.load_deployment("dsh.yml", root)``.
+"""
+
+from __future__ import annotations
+
+from ._config import EntryInfo
+from ._context import Context
+from ._deployment import load_deployment
+from ._disposer import Disposer, EffectBody
+from ._errors import (
+    ConfigError,
+    DeploymentError,
+    DshError,
+    InactiveContextError,
+    InvalidEffectError,
+    InvalidPluginError,
+    PluginLoadError,
+    ServiceConflictError,
+    ServiceNotFoundError,
+    UnknownEventError,
+)
+from ._events import ALL_SCOPES, EventBus, hookimpl, hookspec
+from ._fiber import Fiber, FiberState
+from ._plugin import Plugin, Service
+
+__all__ = [
+    "ALL_SCOPES",
+    "ConfigError",
+    "Context",
+    "DeploymentError",
+    "Disposer",
+    "DshError",
+    "EffectBody",
+    "EntryInfo",
+    "EventBus",
+    "Fiber",
+    "FiberState",
+    "InactiveContextError",
+    "InvalidEffectError",
+    "InvalidPluginError",
+    "Plugin",
+    "PluginLoadError",
+    "Service",
+    "ServiceConflictError",
+    "ServiceNotFoundError",
+    "UnknownEventError",
+    "hookimpl",
+    "hookspec",
+    "load_deployment",
+]

@@ -1,0 +1,276 @@
+"""Contexts: the handle plugins use to reach the runtime."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+
+from ._config import EntryInfo
+from ._disposer import Disposer, EffectBody
+from ._errors import DshError, ServiceNotFoundError
+from ._events import ALL_SCOPES, EventBus, Listener
+from ._fiber import Fiber, FiberState
+from ._plugin import Service, plugin_spec
+from ._runtime import Runtime
+
+__all__ = ["Context"]
+
+
+class Context:
+    """A handle on one fiber of a runtime, optionally carrying a scope key.
+
+    ``Context()`` makes a root; use it as ``async with Context() as root:``. Every
+    plugin receives its own context; ``ctx.<key>`` reaches an active service.
+    """
+
+    __slots__ = ("_fiber", "_rt", "_tg_cm", "scope")
+
+    def __init__(self) -> None:
+        rt = Runtime()
+        self._rt = rt
+        self.scope: object = None
+        root = Fiber(rt, None, None, None, None)
+        self._fiber = root
+        root.ctx = self
+        root.dispose = Disposer(root, "root")
+        root.dispose._phase = 1
+        root.dispose._undo.append(functools.partial(_reset_root, root))
+
+    @classmethod
+    def _derive(cls, rt: Runtime, fiber: Fiber, scope: object) -> Context:
+        ctx = object.__new__(cls)
+        ctx._rt = rt
+        ctx._fiber = fiber
+        ctx.scope = scope
+        return ctx
+
+    def __repr__(self) -> str:
+        scope = "" if self.scope is None else f" scope={self.scope!r}"
+        return f"<Context {self._fiber.name!r}{scope}>"
+
+    # -- the root's lifetime ------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        rt = self._rt
+        if self._fiber.parent is not None or rt.tg is not None or rt.closed:
+            raise DshError("only a fresh root Context can be entered, and only once")
+        self._tg_cm = anyio.create_task_group()
+        rt.tg = await self._tg_cm.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        rt = self._rt
+        root = self._fiber
+        with anyio.CancelScope(shield=True):
+            root._disposed = True
+            await root._teardown()
+            await rt.settle()
+            root.state = FiberState.DISPOSED
+        assert rt.tg is not None
+        rt.tg.cancel_scope.cancel()
+        rt.tg = None
+        rt.closed = True
+        return await self._tg_cm.__aexit__(exc_type, exc, tb)
+
+    # -- basics -------------------------------------------------------------------------
+
+    @property
+    def fiber(self) -> Fiber:
+        """The fiber that owns the effects created through this context."""
+        return self._fiber
+
+    @property
+    def events(self) -> EventBus:
+        """The runtime's event bus (``ctx.events.pm`` is its pluggy PluginManager)."""
+        return self._rt.events
+
+    @property
+    def logger(self) -> logging.Logger:
+        """The plugin's logger, ``dsh.<plugin-name>``."""
+        return self._fiber.logger
+
+    def scoped(self, key: object) -> Context:
+        """A context of the same fiber that carries scope ``key``."""
+        return Context._derive(self._rt, self._fiber, key)
+
+    async def settle(self) -> None:
+        """Wait until no fiber of the tree is loading or unloading."""
+        await self._rt.settle()
+
+    # -- plugins and effects ------------------------------------------------------------
+
+    def plugin(self, plugin: object, config: Any = None) -> Fiber:
+        """Start ``plugin`` as a child fiber; returns at once (the fiber is awaitable)."""
+        return self._plugin(plugin, config)
+
+    def _plugin(
+        self,
+        plugin: object,
+        config: Any = None,
+        *,
+        name: str | None = None,
+        entry: EntryInfo | None = None,
+    ) -> Fiber:
+        parent = self._fiber
+        parent.check_alive()
+        rt = self._rt
+        key = id(plugin)
+        cached = rt.plugin_specs.get(key)
+        if cached is not None and cached[0] is plugin and name is None:
+            spec = cached[1]
+        else:
+            spec = plugin_spec(plugin, name)
+            if name is None:
+                rt.plugin_specs[key] = (plugin, spec)
+        if spec.hookspecs is not None:
+            rt.events.add_hookspecs(spec.hookspecs)
+        fiber = Fiber(rt, parent, spec, config, self.scope, entry)
+        fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")
+        rt.depend(fiber, spec.inject)
+        if fiber._epoch() is not None:
+            fiber.state = FiberState.LOADING
+            fiber.refresh()
+        return fiber
+
+    def effect(self, body: Callable[[], EffectBody], label: str = "effect") -> Disposer:
+        """Run ``body()`` now and return the exact disposer of what it set up."""
+        d = self._fiber.add_effect(label)
+        try:
+            result = body()
+        except BaseException:
+            d._discard()
+            raise
+        if d._start(result):
+            self._rt.spawn(functools.partial(d._setup_async, result))
+        return d
+
+    def task(
+        self, fn: Callable[..., Awaitable[Any]], *args: Any, label: str | None = None
+    ) -> Disposer:
+        """Run ``fn(*args)`` in the background as an effect; disposing cancels it."""
+        fiber = self._fiber
+        rt = self._rt
+
+        def start() -> Callable[[], Awaitable[None]]:
+            scope = anyio.CancelScope()
+            done = anyio.Event()
+
+            async def run() -> None:
+                try:
+                    with scope:
+                        await fn(*args)
+                except Exception as exc:
+                    fiber.logger.error("task %r failed", d.label, exc_info=exc)
+                finally:
+                    done.set()
+
+            rt.spawn(run)
+
+            def stop() -> Awaitable[None]:
+                scope.cancel()
+                return done.wait()
+
+            return stop
+
+        d = self.effect(start, label=label or f"task {getattr(fn, '__name__', fn)!s}")
+        return d
+
+    # -- services -----------------------------------------------------------------------
+
+    def provide(self, key: str, value: object) -> Disposer:
+        """Provide ``value`` at ``ctx.<key>`` while this fiber is active."""
+        fiber = self._fiber
+        rt = self._rt
+
+        def body() -> Callable[[], Awaitable[None] | None]:
+            rt.add_service(key, value, fiber)
+            return functools.partial(rt.remove_service, key, fiber)
+
+        return self.effect(body, label=f"provide {key}")
+
+    def get(self, key: str) -> Any:
+        """The service at ``key`` (attributed to this context), or None."""
+        prov = self._rt.lookup(key)
+        if prov is None:
+            return None
+        value = prov.value
+        if isinstance(value, Service):
+            return value._view(self)
+        return value
+
+    def __getattr__(self, key: str) -> Any:
+        if key.startswith("_"):
+            raise AttributeError(key)
+        prov = self._rt.lookup(key)
+        if prov is None:
+            owner = self._rt.provider_name(key)
+            why = (
+                f'its provider "{owner}" is not active'
+                if owner is not None
+                else "no plugin provides it"
+            )
+            raise ServiceNotFoundError(
+                f'ctx.{key}: service "{key}" is not available ({why}); '
+                f'list it in the plugin\'s inject, or use ctx.get("{key}")'
+            )
+        value = prov.value
+        if isinstance(value, Service):
+            return value._view(self)
+        return value
+
+    # -- events -------------------------------------------------------------------------
+
+    def on(self, name: str, listener: Callable[..., Any], prepend: bool = False) -> Disposer:
+        """Listen to ``name`` while this fiber lives (first with ``prepend=True``)."""
+        ev = self._rt.events.event(name)
+        entry = Listener(listener, self.scope, None)
+
+        def body() -> Callable[[], None]:
+            ev.add(entry, "first" if prepend else "normal")
+            return functools.partial(ev.remove, entry)
+
+        return self.effect(body, label=f"on {name}")
+
+    def emit(self, name: str, *args: Any, scope: object = ALL_SCOPES) -> None:
+        """Call every listener synchronously; errors propagate after all have run."""
+        self._rt.events.emit(name, args, scope)
+
+    def bail(self, name: str, *args: Any, scope: object = ALL_SCOPES) -> Any:
+        """Call listeners in order until one returns something other than None."""
+        return self._rt.events.bail(name, args, scope)
+
+    async def serial(self, name: str, *args: Any, scope: object = ALL_SCOPES) -> Any:
+        """Await listeners in order until one returns something other than None."""
+        return await self._rt.events.serial(name, args, scope)
+
+    async def parallel(self, name: str, *args: Any, scope: object = ALL_SCOPES) -> None:
+        """Run every listener concurrently; failures are raised as one ExceptionGroup."""
+        await self._rt.events.parallel(name, args, scope)
+
+    async def waterfall(
+        self,
+        name: str,
+        *args: Any,
+        inner: Callable[[], Any] | None = None,
+        scope: object = ALL_SCOPES,
+    ) -> Any:
+        """Run listeners as a chain: each gets ``(*args, call_next)``."""
+        return await self._rt.events.waterfall(name, args, inner, scope)
+
+
+def _reset_root(root: Fiber) -> Awaitable[None]:
+    async def reset() -> None:
+        for exc in await root.dispose_effects():
+            root.logger.error("error while disposing the root's effects", exc_info=exc)
+
+    return reset()

@@ -1,0 +1,173 @@
+"""Starting a deployment file (a YAML list of plugin entries) as one fiber."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._context import Context
+from ._errors import ConfigError, DeploymentError, DshError
+from ._fiber import Fiber, FiberState
+from ._plugin import Plugin
+from ._resolve import resolve_plugin
+from ._yaml import EntrySpec, line_of, parse_deployment, resolve_env
+
+__all__ = ["Deployment", "load_deployment"]
+
+
+class _Entry:
+    """Adapts an :class:`EntrySpec` to the runtime's ``EntryInfo`` protocol."""
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec: EntrySpec) -> None:
+        self.spec = spec
+
+    @property
+    def where(self) -> str:
+        return self.spec.where
+
+    def locate(self, loc: Sequence[str | int]) -> str:
+        return f"{self.spec.file}:{line_of(self.spec, loc)}"
+
+
+@dataclass
+class _Planned:
+    entry: EntrySpec
+    plugin: object = None
+    name: str = ""
+    config: Any = None
+    children: list[_Planned] = field(default_factory=list)
+
+
+class Deployment(Plugin):
+    """The fiber of one deployment file; ``fibers`` maps entry ids to their fibers."""
+
+    def __init__(self, ctx: Context, config: tuple[list[_Planned], dict[str, Fiber]]) -> None:
+        super().__init__(ctx, config)
+        self.plan, self.fibers = config
+
+    def setup(self) -> None:
+        _start(self.ctx, self.plan, self.fibers)
+
+
+class _Group(Plugin):
+    """A ``group: true`` entry: a fiber whose children are the nested entries."""
+
+    def setup(self) -> None:
+        plan, fibers = self.config
+        _start(self.ctx, plan, fibers)
+
+
+def _start(ctx: Context, plan: list[_Planned], fibers: dict[str, Fiber]) -> None:
+    for item in plan:
+        info = _Entry(item.entry)
+        if item.entry.group:
+            fibers[item.entry.id] = ctx._plugin(
+                _Group, (item.children, fibers), name=f"group:{item.entry.id}", entry=info
+            )
+        else:
+            fibers[item.entry.id] = ctx._plugin(
+                item.plugin, item.config, name=item.name, entry=info
+            )
+
+
+def _plan(
+    entries: list[EntrySpec], base: Path, environ: Mapping[str, str], failures: list[str]
+) -> list[_Planned]:
+    plan: list[_Planned] = []
+    for entry in entries:
+        if entry.disabled:
+            continue
+        if entry.group:
+            plan.append(_Planned(entry, children=_plan(entry.children, base, environ, failures)))
+            continue
+        assert entry.name is not None
+        try:
+            obj, default_name = resolve_plugin(entry.name, base)
+        except DshError as exc:
+            failures.append(f"{entry.where}: {exc}")
+            continue
+        try:
+            config = resolve_env(entry.config, entry, environ)
+        except ConfigError as exc:
+            failures.append(str(exc))
+            continue
+        plan.append(_Planned(entry, obj, default_name, config))
+    return plan
+
+
+async def _settle(fibers: dict[str, Fiber]) -> None:
+    # Fibers wake each other (a provider turning ACTIVE starts its dependents), so
+    # wait until a whole pass finds nobody in a transition.
+    while True:
+        busy = [f for f in fibers.values() if f._driving]
+        if not busy:
+            return
+        for fiber in busy:
+            await fiber.settled()
+
+
+def _failure(fiber: Fiber, entry: EntrySpec) -> str | None:
+    if fiber.state is FiberState.FAILED:
+        error = fiber.error
+        if isinstance(error, ConfigError):
+            return str(error)
+        return f'{entry.where}: plugin "{fiber.name}" failed: {type(error).__name__}: {error}'
+    if fiber.state is FiberState.PENDING:
+        assert fiber.spec is not None
+        missing = [k for k in fiber.spec.inject if fiber.runtime.lookup(k) is None]
+        keys = ", ".join(f'"{k}"' for k in missing)
+        return (
+            f'{entry.where}: plugin "{fiber.name}" is waiting for service(s) {keys} '
+            "that no active plugin provides"
+        )
+    return None
+
+
+def _summary(path: Path, failures: list[str]) -> str:
+    return f"deployment {path} failed with {len(failures)} problem(s):\n" + "\n".join(
+        f"  {line}" for line in failures
+    )
+
+
+async def load_deployment(
+    path: str | os.PathLike[str], ctx: Context, *, environ: Mapping[str, str] | None = None
+) -> Fiber:
+    """Start every enabled entry of the deployment file at ``path`` under ``ctx``.
+
+    Returns the deployment's fiber (disposing it removes everything). All-or-nothing:
+    when any entry fails, or stays PENDING because a service it injects never appears,
+    everything is disposed and one :class:`DeploymentError` lists every failure with
+    its file, line and entry id. ``environ`` replaces ``os.environ`` for ``!env``.
+    """
+    file = Path(path)
+    entries = parse_deployment(file)
+    failures: list[str] = []
+    plan = _plan(entries, file.parent, os.environ if environ is None else environ, failures)
+    if failures:
+        raise DeploymentError(_summary(file, failures), failures)
+    fibers: dict[str, Fiber] = {}
+    deployment = ctx._plugin(Deployment, (plan, fibers), name=f"deployment:{file.name}")
+    await deployment
+    await _settle(fibers)
+    by_id = {item.entry.id: item.entry for item in _walk(plan)}
+    for entry_id, fiber in fibers.items():
+        problem = _failure(fiber, by_id[entry_id])
+        if problem is not None:
+            failures.append(problem)
+    if failures:
+        await deployment.dispose()
+        raise DeploymentError(_summary(file, failures), failures)
+    return deployment
+
+
+def _walk(plan: list[_Planned]) -> list[_Planned]:
+    out: list[_Planned] = []
+    for item in plan:
+        out.append(item)
+        out.extend(_walk(item.children))
+    return out

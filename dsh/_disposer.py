@@ -1,0 +1,334 @@
+"""Effects and their exact disposers.
+
+An effect is a registration that knows how to undo itself. ``ctx.effect(body)`` runs
+``body()`` at once and returns the effect's :class:`Disposer`: the one object that both
+undoes the effect (call it) and waits for its setup (await it). The disposer *is* the
+effect record, so identity is ownership: a composite effect that yields the exact
+disposer of another effect of the same fiber adopts it (see ``docs/rfc/0001``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ._errors import InvalidEffectError
+
+if TYPE_CHECKING:
+    from ._fiber import Fiber
+
+__all__ = ["Disposer", "EffectBody"]
+
+#: What an effect body may return (see the table in ARCHITECTURE §3.2).
+EffectBody = Any
+
+_SETUP = 0  # the body is still producing disposers
+_READY = 1  # set up; nothing undone yet
+_UNWINDING = 2  # undo started
+_DONE = 3  # undo finished
+
+
+class Disposer:
+    """The exact disposer of one effect: callable (undo) and awaitable (setup).
+
+    ``d()`` runs the synchronous part of the unwind before it returns and gives back an
+    awaitable that completes when the whole unwind has finished (ignoring it is fine).
+    A second call starts nothing new. ``await d`` waits for the effect's setup and
+    raises its setup error; it returns the disposer itself.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_done",
+        "_draining",
+        "_errors",
+        "_fiber",
+        "_orphaned",
+        "_pending",
+        "_phase",
+        "_running",
+        "_setup_done",
+        "_setup_error",
+        "_setup_scope",
+        "_top",
+        "_undo",
+        "label",
+    )
+
+    def __init__(self, fiber: Fiber, label: str) -> None:
+        self._fiber = fiber
+        self.label = label
+        self._undo: list[Callable[[], object]] = []
+        self._phase = _SETUP
+        self._top = False
+        self._draining = False
+        self._setup_scope: anyio.CancelScope | None = None
+        self._setup_done: anyio.Event | None = None
+        self._setup_error: Exception | None = None
+        self._pending: object = None
+        self._done: anyio.Event | None = None
+        self._errors: list[Exception] = []
+        self._orphaned = False
+        self._running = False
+
+    def __repr__(self) -> str:
+        return f"<Disposer {self.label!r} of {self._fiber.name!r}>"
+
+    # -- the public surface -------------------------------------------------------------
+
+    def __call__(self) -> Awaitable[None]:
+        """Start undoing the effect; the result completes when the unwind has finished."""
+        if self._phase >= _UNWINDING or self._fiber.runtime.closed:
+            return _Unwind(self, owner=False)
+        if self._begin():
+            self._continue_in_background()
+        return _Unwind(self, owner=True)
+
+    def __await__(self) -> Generator[Any, None, Disposer]:
+        return self._wait_setup().__await__()
+
+    async def _wait_setup(self) -> Disposer:
+        done = self._setup_done
+        if done is not None:
+            await done.wait()
+        if self._setup_error is not None:
+            raise self._setup_error
+        return self
+
+    # -- setup --------------------------------------------------------------------------
+
+    def _collect(self, item: object) -> None:
+        if not callable(item):
+            raise InvalidEffectError(
+                f"effect {self.label!r} of plugin {self._fiber.name!r} produced "
+                f"{type(item).__name__!r}, expected a disposer (a callable)"
+            )
+        if type(item) is Disposer and item._top and item._fiber is self._fiber:
+            # The exact disposer of a sibling effect: adopt it, so it is undone at its
+            # position inside this composite instead of concurrently beside it.
+            item._top = False
+            del self._fiber._effects[item]
+        self._undo.append(item)
+
+    def _start(self, result: EffectBody) -> bool:
+        """Interpret a body's result; True when an asynchronous setup must follow."""
+        if result is None:
+            self._settle_sync()
+        elif callable(result):
+            self._collect(result)
+            self._settle_sync()
+        elif inspect.isgenerator(result):
+            self._drain(result)
+        elif inspect.isasyncgen(result) or inspect.isawaitable(result):
+            self._setup_done = anyio.Event()
+            return True
+        else:
+            self._discard()
+            raise InvalidEffectError(
+                f"effect {self.label!r} of plugin {self._fiber.name!r} returned "
+                f"{type(result).__name__!r}: expected a disposer, None, an awaitable, "
+                "a generator or an async generator"
+            )
+        return False
+
+    def _settle_sync(self) -> None:
+        if self._phase == _SETUP:
+            self._phase = _READY
+            if not self._undo:
+                self._discard()
+        elif self._begin():  # disposed while the body was still running
+            self._continue_in_background()
+
+    def _discard(self) -> None:
+        """Forget an effect that holds nothing to undo."""
+        if self._top:
+            self._top = False
+            del self._fiber._effects[self]
+        if self._phase < _UNWINDING:
+            self._phase = _DONE
+
+    def _drain(self, gen: Generator[Any, Any, Any]) -> None:
+        self._draining = True
+        try:
+            for item in gen:
+                self._collect(item)
+        except BaseException:
+            gen.close()
+            self._draining = False
+            self._phase = _READY
+            if self._begin():
+                self._continue_in_background()
+            raise
+        self._draining = False
+        self._settle_sync()
+
+    async def _setup_async(self, result: Any) -> None:
+        """Drive an awaitable or async-generator body; dispose cancels it."""
+        done = self._setup_done
+        assert done is not None
+        try:
+            with anyio.CancelScope() as scope:
+                self._setup_scope = scope
+                if self._phase >= _UNWINDING:
+                    scope.cancel()
+                if inspect.isasyncgen(result):
+                    await self._drain_async(result)
+                else:
+                    value = await result
+                    if value is not None:
+                        self._collect(value)
+        except Exception as exc:
+            self._setup_error = exc
+        finally:
+            self._setup_scope = None
+            done.set()
+        if self._phase == _SETUP:
+            if self._setup_error is None:
+                self._settle_sync()
+            else:
+                self._phase = _READY
+                self._fiber.logger.error(
+                    "setup of effect %r failed", self.label, exc_info=self._setup_error
+                )
+                if self._begin():
+                    await self._finish_inline()
+
+    async def _drain_async(self, agen: AsyncGenerator[Any, Any]) -> None:
+        async with aclosing(agen):
+            async for item in agen:
+                self._collect(item)
+
+    # -- unwind -------------------------------------------------------------------------
+
+    def _begin(self) -> bool:
+        """Run the synchronous part of the unwind; True when an async part remains."""
+        self._phase = _UNWINDING
+        if self._top:
+            self._top = False
+            del self._fiber._effects[self]
+        if self._draining:
+            return False  # the body is still yielding: _settle_sync picks this up
+        if self._setup_done is not None and not self._setup_done.is_set():
+            if self._setup_scope is not None:
+                self._setup_scope.cancel()
+            return True
+        return self._run_sync()
+
+    def _run_sync(self) -> bool:
+        undo = self._undo
+        while undo:
+            fn = undo.pop()
+            if type(fn) is Disposer:
+                if fn._phase >= _UNWINDING:
+                    if fn._phase != _DONE:
+                        self._pending = fn
+                        return True
+                    continue
+                if fn._begin():
+                    self._pending = fn
+                    return True
+                self._errors.extend(fn._errors)
+                continue
+            try:
+                result = fn()
+            except Exception as exc:
+                self._errors.append(exc)
+                continue
+            if result is not None and inspect.isawaitable(result):
+                self._pending = result
+                return True
+        self._complete()
+        return False
+
+    async def _finish(self) -> None:
+        """The asynchronous part of the unwind: LIFO, each step awaited, shielded."""
+        with anyio.CancelScope(shield=True):
+            if self._setup_done is not None:
+                await self._setup_done.wait()
+                if not self._undo and self._pending is None:
+                    self._complete()
+                    return
+            while True:
+                pending = self._pending
+                self._pending = None
+                if type(pending) is Disposer:
+                    if not pending._running:
+                        await pending._finish_inline()
+                        self._errors.extend(pending._errors)
+                    else:
+                        await pending._wait_done()
+                elif pending is not None:
+                    try:
+                        await pending  # type: ignore[misc]  # checked by isawaitable
+                    except Exception as exc:
+                        self._errors.append(exc)
+                if not self._run_sync():
+                    return
+
+    async def _finish_inline(self) -> None:
+        self._running = True
+        await self._finish()
+
+    def _continue_in_background(self) -> None:
+        self._running = True
+        self._fiber._inflight.add(self)
+        self._fiber.runtime.spawn(self._finish_in_background)
+
+    async def _finish_in_background(self) -> None:
+        try:
+            await self._finish()
+        finally:
+            self._fiber._inflight.discard(self)
+
+    def _complete(self) -> None:
+        self._phase = _DONE
+        done = self._done
+        if done is not None:
+            done.set()
+        if self._orphaned:
+            self._report()
+
+    async def _wait_done(self) -> None:
+        if self._phase != _DONE:
+            if self._done is None:
+                self._done = anyio.Event()
+            with anyio.CancelScope(shield=True):
+                await self._done.wait()
+
+    def _report(self) -> None:
+        for exc in self._errors:
+            self._fiber.logger.error(
+                "error while disposing effect %r", self.label, exc_info=exc
+            )
+
+
+class _Unwind:
+    """What calling a disposer returns: await it to wait for the unwind to finish."""
+
+    __slots__ = ("_awaited", "_disposer", "_owner")
+
+    def __init__(self, disposer: Disposer, owner: bool) -> None:
+        self._disposer = disposer
+        self._owner = owner
+        self._awaited = False
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> None:
+        self._awaited = True
+        d = self._disposer
+        await d._wait_done()
+        if self._owner and d._errors:
+            raise ExceptionGroup(f"disposing effect {d.label!r} failed", list(d._errors))
+
+    def __del__(self) -> None:
+        if self._owner and not self._awaited:
+            d = self._disposer
+            d._orphaned = True
+            if d._phase == _DONE:
+                d._report()

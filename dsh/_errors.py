@@ -1,0 +1,87 @@
+"""The error hierarchy of dsh.
+
+Every error raised by dsh derives from :class:`DshError` and carries a stable ``code``
+string (the table lives in ``docs/errors.md``). Where a Python user would reach for a
+builtin in an ``except`` clause, the class derives from that builtin too.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "ConfigError",
+    "DeploymentError",
+    "DshError",
+    "InactiveContextError",
+    "InvalidEffectError",
+    "InvalidPluginError",
+    "PluginLoadError",
+    "ServiceConflictError",
+    "ServiceNotFoundError",
+    "UnknownEventError",
+]
+
+
+class DshError(Exception):
+    """Base class of every dsh error; ``code`` is stable across releases."""
+
+    code: ClassVar[str] = "DSH_ERROR"
+
+
+class ConfigError(DshError, ValueError):
+    """A plugin config (or a deployment file) failed validation."""
+
+    code = "CONFIG_INVALID"
+
+
+class PluginLoadError(DshError, ImportError):
+    """A plugin could not be found or imported."""
+
+    code = "PLUGIN_LOAD"
+
+
+class DeploymentError(PluginLoadError):
+    """A deployment failed to start; ``failures`` lists one line per problem."""
+
+    code = "DEPLOYMENT_FAILED"
+
+    def __init__(self, message: str, failures: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.failures: list[str] = list(failures or [])
+
+
+class InactiveContextError(DshError, RuntimeError):
+    """An effect, listener or plugin was created through a context that is not alive."""
+
+    code = "INACTIVE_CONTEXT"
+
+
+class InvalidEffectError(DshError, TypeError):
+    """An effect body returned or yielded something that is not a disposer."""
+
+    code = "INVALID_EFFECT"
+
+
+class InvalidPluginError(DshError, TypeError):
+    """``ctx.plugin`` was given something that is not a plugin."""
+
+    code = "INVALID_PLUGIN"
+
+
+class ServiceNotFoundError(DshError, AttributeError):
+    """``ctx.<key>`` names a service that has no active provider."""
+
+    code = "SERVICE_MISSING"
+
+
+class ServiceConflictError(DshError, RuntimeError):
+    """A second provider tried to provide a service key that is taken."""
+
+    code = "SERVICE_CONFLICT"
+
+
+class UnknownEventError(DshError, LookupError):
+    """An event name that no hookspec declares was listened to or dispatched."""
+
+    code = "UNKNOWN_EVENT"

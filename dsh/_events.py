@@ -1,0 +1,311 @@
+"""Events declared as pluggy hookspecs, dispatched in five modes with scope filtering.
+
+pluggy owns the *declarations* (``ctx.events.pm``) and validates ``@hookimpl`` methods;
+the listener lists and the dispatch loops are ours, because pluggy has no ownership,
+no scopes, no async and no waterfall (see ``docs/rfc/0002``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pluggy
+
+from ._errors import UnknownEventError
+
+__all__ = ["ALL_SCOPES", "EventBus", "Listener", "hookimpl", "hookspec"]
+
+#: Marks a hookspec method: the declaration of an event.
+hookspec = pluggy.HookspecMarker("dsh")
+#: Marks a listener method on a :class:`dsh.Plugin` subclass.
+hookimpl = pluggy.HookimplMarker("dsh")
+
+
+class _AllScopes:
+    def __repr__(self) -> str:
+        return "ALL_SCOPES"
+
+
+#: The default of ``scope=``: an unfiltered dispatch that every listener hears.
+ALL_SCOPES: Any = _AllScopes()
+
+
+def hook_name(event: str) -> str:
+    """``"system-prompt/assemble"`` -> ``"system_prompt_assemble"``."""
+    return event.replace("/", "_").replace("-", "_")
+
+
+def _describe(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+class Listener:
+    """One registered listener: the function, its scope, and how to call it."""
+
+    __slots__ = ("fn", "is_async", "picks", "scope")
+
+    def __init__(
+        self, fn: Callable[..., Any], scope: object, picks: tuple[tuple[str, int], ...] | None
+    ) -> None:
+        self.fn = fn
+        self.scope = scope
+        #: None: call positionally; else (argname, index) pairs for a @hookimpl subset.
+        self.picks = picks
+        self.is_async = inspect.iscoroutinefunction(fn)
+
+    def call(self, args: tuple[Any, ...]) -> Any:
+        picks = self.picks
+        if picks is None:
+            return self.fn(*args)
+        return self.fn(**{name: args[i] for name, i in picks})
+
+
+class Event:
+    """The listeners of one declared event, in dispatch order."""
+
+    __slots__ = ("_first", "_last", "_normal", "_snapshot", "argnames", "name", "waterfall")
+
+    def __init__(self, name: str, argnames: tuple[str, ...]) -> None:
+        self.name = name
+        self.waterfall = bool(argnames) and argnames[-1] == "call_next"
+        self.argnames = argnames[:-1] if self.waterfall else argnames
+        self._first: list[Listener] = []
+        self._normal: dict[Listener, None] = {}
+        self._last: list[Listener] = []
+        self._snapshot: tuple[Listener, ...] | None = ()
+
+    def listeners(self) -> tuple[Listener, ...]:
+        snap = self._snapshot
+        if snap is None:
+            snap = self._snapshot = (*self._first, *self._normal, *self._last)
+        return snap
+
+    def add(self, listener: Listener, where: str) -> None:
+        if where == "first":
+            self._first.insert(0, listener)
+        elif where == "last":
+            self._last.append(listener)
+        else:
+            self._normal[listener] = None
+        self._snapshot = None
+
+    def remove(self, listener: Listener) -> None:
+        if listener in self._normal:
+            del self._normal[listener]
+        elif listener in self._first:
+            self._first.remove(listener)
+        else:
+            self._last.remove(listener)
+        self._snapshot = None
+
+    def check_args(self, args: tuple[Any, ...]) -> None:
+        if len(args) != len(self.argnames):
+            raise TypeError(
+                f'event "{self.name}" takes {len(self.argnames)} argument(s) '
+                f"({', '.join(self.argnames) or 'none'}), got {len(args)}"
+            )
+
+
+class EventBus:
+    """The event bus of one runtime: ``ctx.events``."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager("dsh")
+        self._specs: set[object] = set()
+        self._by_hook: dict[str, Event] = {}
+        self._by_name: dict[str, Event] = {}
+
+    def add_hookspecs(self, spec: object) -> None:
+        """Declare the events of a hookspec class or module (idempotent)."""
+        if spec in self._specs:
+            return
+        self.pm.add_hookspecs(spec)
+        self._specs.add(spec)
+
+    def event(self, name: str) -> Event:
+        """The declared event called ``name`` (event or hook spelling)."""
+        ev = self._by_name.get(name)
+        if ev is not None:
+            return ev
+        hook = hook_name(name)
+        ev = self._by_hook.get(hook)
+        if ev is None:
+            caller = getattr(self.pm.hook, hook, None)
+            spec = None if caller is None else caller.spec
+            if spec is None:
+                raise UnknownEventError(
+                    f'event "{name}" is not declared: no hookspec named "{hook}" was added '
+                    "(the plugin that owns it adds it with ctx.events.add_hookspecs)"
+                )
+            ev = self._by_hook[hook] = Event(name, tuple(spec.argnames))
+        self._by_name[name] = ev
+        return ev
+
+    # -- dispatch -----------------------------------------------------------------------
+
+    def emit(self, name: str, args: tuple[Any, ...], scope: object) -> None:
+        ev = self.event(name)
+        ev.check_args(args)
+        errors: list[Exception] = []
+        for listener in ev.listeners():
+            if scope is not ALL_SCOPES and listener.scope is not None and listener.scope is not scope:
+                continue
+            try:
+                _call_sync(listener, args, name, "emit")
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            if len(errors) == 1:
+                raise errors[0]
+            raise ExceptionGroup(f'{len(errors)} listeners of "{name}" failed', errors)
+
+    def bail(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
+        ev = self.event(name)
+        ev.check_args(args)
+        for listener in ev.listeners():
+            if scope is not ALL_SCOPES and listener.scope is not None and listener.scope is not scope:
+                continue
+            result = _call_sync(listener, args, name, "bail")
+            if result is not None:
+                return result
+        return None
+
+    async def serial(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
+        ev = self.event(name)
+        ev.check_args(args)
+        for listener in ev.listeners():
+            if scope is not ALL_SCOPES and listener.scope is not None and listener.scope is not scope:
+                continue
+            result = listener.call(args)
+            if result is not None and inspect.isawaitable(result):
+                result = await result
+            if result is not None:
+                return result
+        return None
+
+    async def parallel(self, name: str, args: tuple[Any, ...], scope: object) -> None:
+        ev = self.event(name)
+        ev.check_args(args)
+        chosen = [
+            listener
+            for listener in ev.listeners()
+            if scope is ALL_SCOPES or listener.scope is None or listener.scope is scope
+        ]
+        errors: list[Exception] = []
+
+        async def run(listener: Listener) -> None:
+            try:
+                result = listener.call(args)
+                if result is not None and inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for listener in chosen:
+                tg.start_soon(run, listener)
+        if errors:
+            raise ExceptionGroup(f'{len(errors)} listeners of "{name}" failed', errors)
+
+    async def waterfall(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        inner: Callable[[], Any] | None,
+        scope: object,
+    ) -> Any:
+        ev = self.event(name)
+        if not ev.waterfall:
+            raise TypeError(
+                f'event "{name}" is not a waterfall: its hookspec must end with a '
+                "call_next parameter"
+            )
+        ev.check_args(args)
+        chain = [
+            listener
+            for listener in ev.listeners()
+            if scope is ALL_SCOPES or listener.scope is None or listener.scope is scope
+        ]
+        return await _Chain(name, args, chain, inner).run(0)
+
+
+def _call_sync(listener: Listener, args: tuple[Any, ...], name: str, mode: str) -> Any:
+    if listener.is_async:
+        raise TypeError(
+            f'async listener {_describe(listener.fn)} of event "{name}" cannot run in '
+            f"{mode}(), which is synchronous; dispatch with serial() or parallel()"
+        )
+    result = listener.call(args)
+    if result is not None and inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+        raise TypeError(
+            f'listener {_describe(listener.fn)} of event "{name}" returned an awaitable '
+            f"in {mode}(), which is synchronous; dispatch with serial() or parallel()"
+        )
+    return result
+
+
+class _Chain:
+    """One waterfall dispatch: listener ``i`` receives a :class:`_Next` for ``i + 1``."""
+
+    __slots__ = ("args", "inner", "listeners", "name")
+
+    def __init__(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        listeners: list[Listener],
+        inner: Callable[[], Any] | None,
+    ) -> None:
+        self.name = name
+        self.args = args
+        self.listeners = listeners
+        self.inner = inner
+
+    async def run(self, i: int) -> Any:
+        if i == len(self.listeners):
+            if self.inner is None:
+                return None
+            result = self.inner()
+            if result is not None and inspect.isawaitable(result):
+                result = await result
+            return result
+        listener = self.listeners[i]
+        nxt = _Next(self, i + 1, listener)
+        result = listener.call((*self.args, nxt))
+        if result is not None and inspect.isawaitable(result):
+            result = await result
+        if result is None and (not nxt.called or nxt.value is not None):
+            raise TypeError(
+                f'waterfall listener {_describe(listener.fn)} of event "{self.name}" '
+                "returned None; return the (possibly replaced) value or await call_next()"
+            )
+        return result
+
+
+class _Next:
+    """The ``call_next`` given to one waterfall listener; call it at most once."""
+
+    __slots__ = ("called", "chain", "index", "listener", "value")
+
+    def __init__(self, chain: _Chain, index: int, listener: Listener) -> None:
+        self.chain = chain
+        self.index = index
+        self.listener = listener
+        self.called = False
+        self.value: Any = None
+
+    async def __call__(self) -> Any:
+        if self.called:
+            raise RuntimeError(
+                f"waterfall listener {_describe(self.listener.fn)} of event "
+                f'"{self.chain.name}" called call_next() twice'
+            )
+        self.called = True
+        self.value = await self.chain.run(self.index)
+        return self.value

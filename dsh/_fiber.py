@@ -1,0 +1,348 @@
+"""Fibers: running plugin instances, their states and transitions."""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ._config import EntryInfo, validate_config
+from ._disposer import Disposer
+from ._errors import InactiveContextError
+from ._events import Listener
+
+if TYPE_CHECKING:
+    from ._context import Context
+    from ._plugin import PluginSpec
+    from ._runtime import Runtime
+
+__all__ = ["Fiber", "FiberState"]
+
+
+class FiberState(enum.IntEnum):
+    """The life cycle of a fiber (LOADING and UNLOADING are transitions)."""
+
+    PENDING = 0
+    LOADING = 1
+    ACTIVE = 2
+    FAILED = 3
+    DISPOSED = 4
+    UNLOADING = 5
+
+
+_STALE: Any = object()  # a loaded epoch that no target equals: forces a reload
+_NEVER: Any = object()  # "no failed epoch"
+
+
+class Fiber:
+    """One running instance of a plugin.
+
+    Awaiting a fiber waits until it has settled and returns it; it raises the plugin's
+    error when the fiber ends FAILED.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        parent: Fiber | None,
+        spec: PluginSpec | None,
+        raw_config: Any,
+        scope: object,
+        entry: EntryInfo | None = None,
+    ) -> None:
+        from ._context import Context
+
+        self.runtime = runtime
+        self.parent = parent
+        self.spec = spec
+        self.uid = 0 if parent is None else runtime.next_uid()
+        if spec is not None:
+            self.name = spec.name
+        else:
+            self.name = "root"
+        self.entry = entry
+        self.state = FiberState.PENDING if parent is not None else FiberState.ACTIVE
+        self.config: Any = None
+        self.error: BaseException | None = None
+        self.instance: Any = None
+        self.provides: list[str] = []
+        self.logger = logging.getLogger(f"dsh.{self.name}")
+        self.ctx: Context = Context._derive(runtime, self, scope)
+        self._raw = raw_config
+        self._effects: dict[Disposer, None] = {}
+        self._inflight: set[Disposer] = set()
+        self._disposed = False
+        self._loaded: Any = None  # the epoch of the current load; None when not loaded
+        self._failed: Any = _NEVER
+        self._driving = False
+        self._settled: anyio.Event | None = None
+        self._load_scope: anyio.CancelScope | None = None
+        #: The exact disposer of this fiber (an effect of the parent fiber).
+        self.dispose: Disposer
+
+    def __repr__(self) -> str:
+        return f"<Fiber {self.name!r} {self.state.name}>"
+
+    def __await__(self) -> Generator[Any, None, Fiber]:
+        return self._await().__await__()
+
+    async def _await(self) -> Fiber:
+        await self.settled()
+        if self.state is FiberState.FAILED and self.error is not None:
+            raise self.error
+        return self
+
+    @property
+    def is_active(self) -> bool:
+        return self.state is FiberState.ACTIVE
+
+    # -- effects ------------------------------------------------------------------------
+
+    def check_alive(self) -> None:
+        """Raise unless effects may be created on this fiber now."""
+        if self.parent is None:
+            self.runtime.require_open()
+        if self._disposed or self.state is FiberState.UNLOADING:
+            raise InactiveContextError(
+                f'the context of plugin "{self.name}" is '
+                f"{'disposed' if self._disposed else 'unloading'}: it cannot take new effects"
+            )
+
+    def add_effect(self, label: str) -> Disposer:
+        self.check_alive()
+        d = Disposer(self, label)
+        d._top = True
+        self._effects[d] = None
+        return d
+
+    async def dispose_effects(self) -> list[Exception]:
+        """Undo every top-level effect: sync parts in reverse order, async concurrently."""
+        effects = list(reversed(self._effects))
+        pending = [d for d in effects if d._phase < 2 and d._begin()]
+        waiting = list(self._inflight)
+        with anyio.CancelScope(shield=True):
+            if len(pending) == 1 and not waiting:
+                await pending[0]._finish_inline()
+            elif pending or waiting:
+                async with anyio.create_task_group() as tg:
+                    for d in pending:
+                        tg.start_soon(d._finish_inline)
+                    for d in waiting:
+                        tg.start_soon(d._wait_done)
+        return [exc for d in effects for exc in d._errors]
+
+    def register_hookimpls(self, instance: object) -> None:
+        """Register ``instance``'s ``@hookimpl`` methods while this fiber is active."""
+        events = self.runtime.events
+        pm = events.pm
+        scope = self.ctx.scope
+
+        def body() -> Any:
+            pm.register(instance, name=f"{self.name}#{self.uid}")
+            added = []
+            try:
+                for caller in pm.get_hookcallers(instance) or ():
+                    for impl in caller.get_hookimpls():
+                        if impl.plugin is not instance:
+                            continue
+                        ev = events.event(caller.name)
+                        names = (*ev.argnames, "call_next") if ev.waterfall else ev.argnames
+                        picks = tuple((n, names.index(n)) for n in impl.argnames)
+                        listener = Listener(impl.function, scope, picks)
+                        where = (
+                            "first"
+                            if impl.opts.get("tryfirst")
+                            else "last"
+                            if impl.opts.get("trylast")
+                            else "normal"
+                        )
+                        ev.add(listener, where)
+                        added.append((ev, listener))
+            except BaseException:
+                for ev, listener in added:
+                    ev.remove(listener)
+                pm.unregister(instance)
+                raise
+
+            def undo() -> None:
+                for ev, listener in added:
+                    ev.remove(listener)
+                pm.unregister(instance)
+
+            return undo
+
+        self.ctx.effect(body, label="hookimpls")
+
+    # -- transitions --------------------------------------------------------------------
+
+    def _epoch(self) -> Any:
+        """The provider uids of the injected services, or None when one is missing."""
+        if self._disposed:
+            return None
+        assert self.spec is not None
+        inject = self.spec.inject
+        if not inject:
+            return ()
+        uids = []
+        for key in inject:
+            uid = self.runtime.provider_uid(key)
+            if uid is None:
+                return None
+            uids.append(uid)
+        return tuple(uids)
+
+    def refresh(self) -> bool:
+        """Start a transition if the desired state changed; True if one is running."""
+        if self._driving:
+            return True
+        if self.state is FiberState.DISPOSED:
+            return False
+        target = self._epoch()
+        if self._loaded is not None:
+            if target == self._loaded:
+                return False
+        elif target is None:
+            if not self._disposed:
+                return False
+        elif self.state is FiberState.FAILED and target == self._failed:
+            return False
+        self._driving = True
+        self.runtime.transition_started()
+        self.runtime.spawn(self._drive)
+        return True
+
+    async def _drive(self) -> None:
+        try:
+            while True:
+                target = self._epoch()
+                if self._loaded is not None:
+                    if target == self._loaded:
+                        break
+                    await self._unload()
+                elif target is not None:
+                    if self.state is FiberState.FAILED and target == self._failed:
+                        break
+                    await self._load(target)
+                elif self._disposed and self.state is not FiberState.DISPOSED:
+                    await self._unload()
+                else:
+                    break
+        finally:
+            self._driving = False
+            self.runtime.transition_ended()
+            settled = self._settled
+            self._settled = None
+            if settled is not None:
+                settled.set()
+
+    async def settled(self) -> None:
+        """Wait until no transition of this fiber is running."""
+        while self._driving:
+            if self._settled is None:
+                self._settled = anyio.Event()
+            await self._settled.wait()
+
+    def _set_state(self, state: FiberState) -> None:
+        was_active = self.state is FiberState.ACTIVE
+        self.state = state
+        if was_active != (state is FiberState.ACTIVE):
+            for key in list(self.provides):
+                self.runtime.notify(key)
+
+    async def _load(self, epoch: Any) -> None:
+        assert self.spec is not None
+        self._set_state(FiberState.LOADING)
+        self._loaded = epoch
+        self.error = None
+        self._failed = _NEVER
+        try:
+            with anyio.CancelScope() as scope:
+                self._load_scope = scope
+                if self._disposed:
+                    scope.cancel()
+                self.config = validate_config(
+                    self.spec.config_model, self._raw, self.name, self.entry
+                )
+                main = self.add_effect("setup")
+                result = self.spec.run(self, self.ctx, self.config)
+                if main._start(result):
+                    await main._setup_async(result)
+                    if main._setup_error is not None:
+                        raise main._setup_error
+        except Exception as exc:
+            self.error = exc
+            self._failed = epoch
+            self.logger.error("plugin %r failed to start", self.name, exc_info=exc)
+            await self._teardown()
+            self._loaded = None
+            self._set_state(FiberState.FAILED)
+            return
+        finally:
+            self._load_scope = None
+        if not self._disposed and self._epoch() == epoch:
+            self._set_state(FiberState.ACTIVE)
+
+    async def _unload(self) -> None:
+        was_active = self.state is FiberState.ACTIVE
+        self._set_state(FiberState.UNLOADING)
+        if was_active:
+            await self._wait_for_dependents()
+        await self._teardown()
+        self._loaded = None
+        self._set_state(FiberState.DISPOSED if self._disposed else FiberState.PENDING)
+        if self._disposed:
+            self._forget()
+
+    async def _wait_for_dependents(self) -> None:
+        for key in self.provides:
+            waiting = self.runtime.notify(key)
+            if waiting is not None:
+                await waiting
+
+    async def _teardown(self) -> None:
+        for exc in await self.dispose_effects():
+            self.logger.error("error while disposing plugin %r", self.name, exc_info=exc)
+
+    def _forget(self) -> None:
+        if self.spec is not None:
+            self.runtime.forget(self, self.spec.inject)
+
+    # -- the public controls ------------------------------------------------------------
+
+    def _start_dispose(self) -> Any:
+        """The body of ``fiber.dispose``: sync part now, the rest awaited."""
+        self._disposed = True
+        if self._load_scope is not None:
+            self._load_scope.cancel()
+        if not self._driving and self._loaded is None and not self._effects and not self._inflight:
+            self._set_state(FiberState.DISPOSED)
+            self._forget()
+            return None
+        self.refresh()
+        return self.settled()
+
+    async def restart(self) -> Fiber:
+        """Unload and load again (a FAILED fiber retries); raises if it ends FAILED."""
+        self.check_alive()
+        if self._loaded is not None:
+            self._loaded = _STALE
+        self._failed = _NEVER
+        self.refresh()
+        return await self
+
+    async def update(self, config: Any) -> Fiber:
+        """Validate ``config`` and restart with it.
+
+        On an ACTIVE fiber an invalid config raises :class:`dsh.ConfigError` and the
+        fiber keeps running on its old config. On a PENDING or FAILED fiber the config
+        is stored and activation is retried.
+        """
+        self.check_alive()
+        if self.state is FiberState.ACTIVE:
+            assert self.spec is not None
+            validate_config(self.spec.config_model, config, self.name, self.entry)
+        self._raw = config
+        return await self.restart()

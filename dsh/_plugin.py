@@ -1,0 +1,185 @@
+"""Plugin kinds: ``dsh.Plugin`` / ``dsh.Service`` subclasses, functions and modules."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
+
+from ._errors import InvalidPluginError
+
+if TYPE_CHECKING:
+    from ._context import Context
+    from ._disposer import EffectBody
+    from ._fiber import Fiber
+
+__all__ = ["Plugin", "PluginSpec", "Service", "plugin_spec"]
+
+
+class Plugin:
+    """Base class of class-based plugins.
+
+    The runtime constructs ``cls(ctx, config)`` when the fiber activates and runs
+    :meth:`setup` as the fiber's main effect body. Methods decorated with
+    ``@dsh.hookimpl`` listen to events while the fiber is active.
+    """
+
+    #: The plugin's name in logs and errors (default: the class name).
+    name: ClassVar[str | None] = None
+    #: A pydantic model validating the config; ``None`` passes the raw config through.
+    Config: ClassVar[type[BaseModel] | None] = None
+    #: Service keys that must be provided before the plugin activates.
+    inject: ClassVar[tuple[str, ...] | list[str]] = ()
+    #: A hookspec class declaring the events this plugin owns.
+    hookspecs: ClassVar[object | None] = None
+
+    def __init__(self, ctx: Context, config: Any) -> None:
+        self.ctx = ctx
+        self.config = config
+
+    def setup(self) -> EffectBody:
+        """The fiber's main effect body (any form ``ctx.effect`` accepts)."""
+        return None
+
+
+class Service(Plugin):
+    """A plugin that provides itself at ``ctx.<key>`` while its fiber is active.
+
+    Reached through ``ctx.<key>`` (or ``ctx.get(key)``), the service is a *view* whose
+    ``self.ctx`` is the caller's context, so effects it creates for a caller are undone
+    with that caller; ``self.home_ctx`` is the service's own context.
+    """
+
+    #: The ctx attribute the service is provided at.
+    key: ClassVar[str]
+
+    def __init__(self, ctx: Context, config: Any) -> None:
+        super().__init__(ctx, config)
+        self.home_ctx = ctx
+        ctx.provide(type(self).key, self)
+
+    def _view(self, caller: Context) -> Service:
+        cls = type(self)
+        view_cls = _VIEW_CLASSES.get(cls)
+        if view_cls is None:
+            view_cls = _VIEW_CLASSES[cls] = _make_view_class(cls)
+        view = object.__new__(view_cls)
+        view.__dict__ = self.__dict__
+        view._dsh_caller = caller  # type: ignore[attr-defined]  # slot of the view class
+        return view
+
+
+_VIEW_CLASSES: dict[type[Service], type[Service]] = {}
+
+
+def _caller_ctx(view: Any) -> Context:
+    ctx: Context = view._dsh_caller
+    return ctx
+
+
+def _make_view_class(cls: type[Service]) -> type[Service]:
+    # A subclass that shares the service's __dict__ (so state is one) and reads ``ctx``
+    # from a per-view slot, shadowing the instance attribute.
+    namespace = {
+        "__slots__": ("_dsh_caller",),
+        "ctx": property(_caller_ctx),
+        "__module__": cls.__module__,
+        "__qualname__": cls.__qualname__,
+    }
+    return type(cls.__name__, (cls,), namespace)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSpec:
+    """What the runtime needs to know about one plugin object."""
+
+    obj: object
+    name: str
+    config_model: type[BaseModel] | None
+    inject: tuple[str, ...]
+    hookspecs: object | None
+    run: Callable[[Fiber, Context, Any], EffectBody]
+
+
+def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
+    """Describe ``obj`` as a plugin, or raise :class:`InvalidPluginError`."""
+    if isinstance(obj, ModuleType) and hasattr(obj, "plugin"):
+        obj = obj.plugin
+    run: Callable[[Fiber, Context, Any], EffectBody]
+    if inspect.isclass(obj):
+        if not issubclass(obj, Plugin):
+            raise InvalidPluginError(
+                f"invalid plugin {obj.__qualname__}: a class plugin must subclass dsh.Plugin"
+            )
+        run = _class_runner(obj)
+        default = obj.__name__
+    elif inspect.isfunction(obj) or inspect.ismethod(obj):
+        run = _function_runner(obj)
+        default = obj.__name__
+    elif callable(getattr(obj, "apply", None)):
+        run = _function_runner(obj.apply)  # type: ignore[attr-defined]  # checked above
+        default = getattr(obj, "__name__", None) or type(obj).__name__
+    else:
+        raise InvalidPluginError(
+            f"invalid plugin {obj!r}: expected a dsh.Plugin subclass, a function "
+            "apply(ctx, config), or a module or object with an apply attribute"
+        )
+    own_name = getattr(obj, "name", None)
+    config_model = getattr(obj, "Config", None)
+    if config_model is not None and not (
+        inspect.isclass(config_model) and issubclass(config_model, BaseModel)
+    ):
+        raise InvalidPluginError(
+            f"invalid plugin {default}: Config must be a pydantic BaseModel subclass"
+        )
+    inject = getattr(obj, "inject", ())
+    if isinstance(inject, str) or not all(isinstance(k, str) for k in inject):
+        raise InvalidPluginError(
+            f"invalid plugin {default}: inject must be a list of service keys (strings)"
+        )
+    return PluginSpec(
+        obj=obj,
+        name=own_name if isinstance(own_name, str) and own_name else (name or default),
+        config_model=config_model,
+        inject=tuple(inject),
+        hookspecs=getattr(obj, "hookspecs", None),
+        run=run,
+    )
+
+
+def _class_runner(cls: type[Plugin]) -> Callable[[Fiber, Context, Any], EffectBody]:
+    def run(fiber: Fiber, ctx: Context, config: Any) -> EffectBody:
+        instance = cls(ctx, config)
+        fiber.instance = instance
+        if _hookimpl_names(cls):
+            fiber.register_hookimpls(instance)
+        return instance.setup()
+
+    return run
+
+
+def _function_runner(fn: Callable[..., Any]) -> Callable[[Fiber, Context, Any], EffectBody]:
+    def run(fiber: Fiber, ctx: Context, config: Any) -> EffectBody:
+        return fn(ctx, config)
+
+    return run
+
+
+_HOOKIMPLS: dict[type, tuple[str, ...]] = {}
+
+
+def _hookimpl_names(cls: type) -> tuple[str, ...]:
+    """Names of the ``@dsh.hookimpl`` methods of ``cls`` (cached per class)."""
+    names = _HOOKIMPLS.get(cls)
+    if names is None:
+        names = _HOOKIMPLS[cls] = tuple(
+            attr
+            for attr in dir(cls)
+            if not attr.startswith("__")
+            and hasattr(inspect.getattr_static(cls, attr, None), "dsh_impl")
+        )
+    return names

@@ -1,0 +1,181 @@
+"""Turning a deployment or entry-point ``name`` into a plugin object.
+
+A name is, in this order of precedence:
+
+* a file: ``./x.py``, ``../x.py``, ``dir/x.py`` or ``/abs/x.py``, optionally with
+  ``:attr``, relative to the deployment's directory. A directory holding ``__init__.py``
+  (``./pkg``) is imported as a package, so its modules can use relative imports;
+* an installed entry point of the ``dsh.plugins`` group (``system-prompt``);
+* an importable ``module`` or ``module:attr``.
+
+A module that defines ``plugin`` stands for that object; any other module (for instance
+one with a module-level ``apply``) stands for itself.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from dsh._errors import PluginLoadError
+
+__all__ = ["ENTRY_POINT_GROUP", "installed_plugins", "resolve_plugin"]
+
+ENTRY_POINT_GROUP = "dsh.plugins"
+
+_FILE_PREFIXES = ("./", "../")
+_NOT_IDENTIFIER = re.compile(r"\W")
+
+
+def installed_plugins() -> dict[str, importlib.metadata.EntryPoint]:
+    """The installed entry points of the ``dsh.plugins`` group, by name (read afresh)."""
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def resolve_plugin(name: str, base_dir: Path) -> tuple[object, str]:
+    """Import the object ``name`` refers to; return it with its default plugin name.
+
+    ``base_dir`` is the directory file names are relative to (the deployment's). Raises
+    :class:`PluginLoadError` for a name that cannot be found or imported.
+    """
+    if not name.strip():
+        raise PluginLoadError("a plugin name must not be empty")
+    file_ref = _split_file_ref(name)
+    if file_ref is not None:
+        path, attr = file_ref
+        _check_attr(name, attr)
+        module, default = _import_file(name, path, base_dir)
+        return _pick(name, module, path, attr), _default_name(attr, default)
+
+    plugins = installed_plugins()
+    entry_point = plugins.get(name)
+    if entry_point is not None:
+        try:
+            module_name, attr = entry_point.module, entry_point.attr
+        except AttributeError:  # the value does not match ``module[:attr]``
+            message = f"malformed entry point value {entry_point.value!r}"
+            raise PluginLoadError(f'cannot load plugin "{name}": {message}') from None
+        module = _import_module(name, module_name, None)
+        return _pick(name, module, module_name, attr), name
+
+    module_name, sep, attr_text = name.partition(":")
+    attr = attr_text if sep else None
+    if not _is_dotted(module_name):
+        raise PluginLoadError(_unknown(name, plugins))
+    _check_attr(name, attr)
+    module = _import_module(name, module_name, plugins)
+    return _pick(name, module, module_name, attr), _default_name(attr, module_name)
+
+
+def _split_file_ref(name: str) -> tuple[str, str | None] | None:
+    """``(path, attr)`` when ``name`` refers to a file or directory, else None."""
+    if name.endswith(".py"):
+        return name, None
+    path, sep, attr = name.rpartition(":")
+    if sep and (path.endswith(".py") or path.startswith(_FILE_PREFIXES)):
+        return path, attr
+    if name.startswith(_FILE_PREFIXES):
+        return name, None
+    return None
+
+
+def _is_dotted(text: str) -> bool:
+    return all(part.isidentifier() for part in text.split("."))
+
+
+def _check_attr(name: str, attr: str | None) -> None:
+    if attr is not None and not _is_dotted(attr):
+        raise PluginLoadError(f'invalid plugin name "{name}": "{attr}" is not an attribute name')
+
+
+def _default_name(attr: str | None, fallback: str) -> str:
+    return attr.rpartition(".")[2] if attr else fallback
+
+
+def _unknown(name: str, plugins: dict[str, importlib.metadata.EntryPoint]) -> str:
+    known = sorted(plugins)
+    close = difflib.get_close_matches(name, known)
+    if close:
+        return f'unknown plugin "{name}"; did you mean: {", ".join(close)}?'
+    if known:
+        return f'unknown plugin "{name}"; installed plugins: {", ".join(known)}'
+    return f'unknown plugin "{name}"'
+
+
+def _import_failed(name: str, exc: BaseException) -> PluginLoadError:
+    return PluginLoadError(f'cannot import plugin "{name}": {type(exc).__name__}: {exc}')
+
+
+def _import_module(
+    name: str, module_name: str, plugins: dict[str, importlib.metadata.EntryPoint] | None
+) -> ModuleType:
+    """Import ``module_name``; a missing module is an unknown plugin when ``plugins`` is given."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if plugins is not None and (module_name + ".").startswith(missing + "."):
+            # The module itself (or a parent package) does not exist, as opposed to a
+            # dependency of an existing module failing to import.
+            raise PluginLoadError(_unknown(name, plugins)) from None
+        raise _import_failed(name, exc) from exc
+    except Exception as exc:
+        raise _import_failed(name, exc) from exc
+
+
+def _import_file(name: str, path: str, base_dir: Path) -> tuple[ModuleType, str]:
+    """Import a plugin file (or package directory) once per absolute path."""
+    target = (base_dir / path).resolve()
+    if target.is_dir():
+        source, search, stem = target / "__init__.py", [str(target)], target.name
+    else:
+        source, search, stem = target, None, target.stem
+    if not source.is_file():
+        raise PluginLoadError(f'cannot find plugin "{name}": {source} does not exist')
+    # The module name is stable for a path, so every deployment naming this file shares
+    # one module, and unique across paths, so two "plugin.py" files never collide.
+    digest = hashlib.sha256(str(target).encode()).hexdigest()[:12]
+    module_name = f"_dsh_file_{_NOT_IDENTIFIER.sub('_', stem)}_{digest}"
+    loaded = sys.modules.get(module_name)
+    if loaded is not None:
+        return loaded, stem
+    spec = importlib.util.spec_from_file_location(
+        module_name, source, submodule_search_locations=search
+    )
+    if spec is None or spec.loader is None:
+        raise PluginLoadError(f'cannot import plugin "{name}": {source} is not a Python file')
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise _import_failed(name, exc) from exc
+    return module, stem
+
+
+def _pick(name: str, module: ModuleType, display: str, attr: str | None) -> object:
+    """Follow ``attr`` from ``module``; a module with a ``plugin`` stands for that object."""
+    obj: object = module
+    if attr is not None:
+        for part in attr.split("."):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                message = f'cannot load plugin "{name}": "{display}" has no attribute "{attr}"'
+                close = difflib.get_close_matches(
+                    part, [n for n in dir(obj) if not n.startswith("_")]
+                )
+                if close:
+                    message += f"; did you mean: {', '.join(close)}?"
+                raise PluginLoadError(message) from None
+    if isinstance(obj, ModuleType) and hasattr(obj, "plugin"):
+        return obj.plugin
+    return obj

@@ -1,0 +1,140 @@
+"""State shared by one tree of fibers: the task group, services and the event bus."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ._errors import InactiveContextError, ServiceConflictError
+from ._events import EventBus
+
+if TYPE_CHECKING:
+    from ._fiber import Fiber
+
+__all__ = ["Runtime"]
+
+_log = logging.getLogger("dsh")
+
+
+class _Provision:
+    __slots__ = ("fiber", "value")
+
+    def __init__(self, value: object, fiber: Fiber) -> None:
+        self.value = value
+        self.fiber = fiber
+
+
+class Runtime:
+    """One per root :class:`~dsh.Context`; every context of the tree points at it."""
+
+    def __init__(self) -> None:
+        self.tg: TaskGroup | None = None
+        self.closed = False
+        self.events = EventBus()
+        self.plugin_specs: dict[int, Any] = {}
+        self._uid = 0
+        self._slots: dict[str, _Provision] = {}
+        self._dependents: dict[str, set[Fiber]] = {}
+        self._busy = 0
+        self._idle: anyio.Event | None = None
+
+    def next_uid(self) -> int:
+        self._uid += 1
+        return self._uid
+
+    def require_open(self) -> TaskGroup:
+        tg = self.tg
+        if tg is None:
+            if self.closed:
+                raise InactiveContextError("the root Context has exited")
+            raise InactiveContextError(
+                "the root Context is not entered: use `async with Context() as root:`"
+            )
+        return tg
+
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run ``fn`` in the root task group; it must handle its own errors."""
+        self.require_open().start_soon(fn)
+
+    # -- transitions --------------------------------------------------------------------
+
+    def transition_started(self) -> None:
+        self._busy += 1
+
+    def transition_ended(self) -> None:
+        self._busy -= 1
+        if self._busy == 0 and self._idle is not None:
+            self._idle.set()
+            self._idle = None
+
+    async def settle(self) -> None:
+        """Wait until no fiber of the tree is loading or unloading."""
+        while self._busy:
+            if self._idle is None:
+                self._idle = anyio.Event()
+            await self._idle.wait()
+
+    # -- services -----------------------------------------------------------------------
+
+    def lookup(self, key: str) -> _Provision | None:
+        """The provision of ``key`` if its provider is ACTIVE, else None."""
+        prov = self._slots.get(key)
+        if prov is None or not prov.fiber.is_active:
+            return None
+        return prov
+
+    def provider_uid(self, key: str) -> int | None:
+        prov = self.lookup(key)
+        return None if prov is None else prov.fiber.uid
+
+    def provider_name(self, key: str) -> str | None:
+        prov = self._slots.get(key)
+        return None if prov is None else prov.fiber.name
+
+    def add_service(self, key: str, value: object, fiber: Fiber) -> None:
+        taken = self._slots.get(key)
+        if taken is not None:
+            raise ServiceConflictError(
+                f'service "{key}" is already provided by plugin "{taken.fiber.name}"; '
+                f'plugin "{fiber.name}" cannot provide it too'
+            )
+        self._slots[key] = _Provision(value, fiber)
+        fiber.provides.append(key)
+        if fiber.is_active:
+            self.notify(key)
+
+    def remove_service(self, key: str, fiber: Fiber) -> Awaitable[None] | None:
+        del self._slots[key]
+        fiber.provides.remove(key)
+        return self.notify(key)
+
+    def depend(self, fiber: Fiber, keys: tuple[str, ...]) -> None:
+        for key in keys:
+            self._dependents.setdefault(key, set()).add(fiber)
+
+    def forget(self, fiber: Fiber, keys: tuple[str, ...]) -> None:
+        for key in keys:
+            self._dependents[key].discard(fiber)
+
+    def notify(self, key: str) -> Awaitable[None] | None:
+        """Tell the fibers injecting ``key`` that its provider changed.
+
+        Returns an awaitable that waits for the ones that started a transition.
+        """
+        moving: list[Fiber] = []
+        for fiber in list(self._dependents.get(key, ())):
+            if fiber.refresh():
+                moving.append(fiber)
+        if not moving:
+            return None
+        return _wait_all(moving)
+
+
+async def _wait_all(fibers: list[Fiber]) -> None:
+    with anyio.CancelScope(shield=True):
+        for fiber in fibers:
+            await fiber.settled()
