@@ -1,0 +1,73 @@
+"""Scopes: a fiber whose context carries a key, so registrations land in its layer.
+
+A scope key is any object, compared by identity. Registries read the key of the
+context a registration came through (``scope_of(ctx)``) and keep a layer per key;
+event dispatch filters listeners by it (``scope=`` on every dispatch method).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from dsh import Context, DshError, Fiber
+
+__all__ = ["Scope", "ScopeError", "create_scope", "scope_of"]
+
+
+class ScopeError(DshError, ValueError):
+    """A second live scope was requested for the same key."""
+
+    code = "SCOPE_TAKEN"
+
+
+# Live scopes per runtime, by id(key): a key can have one live scope at a time.
+_LIVE: weakref.WeakKeyDictionary[Any, dict[int, Scope]] = weakref.WeakKeyDictionary()
+
+
+def _scope_fiber(ctx: Context, config: None) -> None:
+    """The plugin behind a scope: it only owns what is registered through it."""
+
+
+class Scope:
+    """A live scope: register through :attr:`ctx`; :meth:`dispose` undoes it all."""
+
+    __slots__ = ("ctx", "fiber", "key")
+
+    def __init__(self, key: object, fiber: Fiber) -> None:
+        self.key = key
+        self.fiber = fiber
+        self.ctx: Context = fiber.ctx
+
+    def __repr__(self) -> str:
+        return f"<Scope {self.key!r}>"
+
+    async def dispose(self) -> None:
+        """Undo every registration made through this scope (idempotent)."""
+        await self.fiber.dispose()
+
+
+def create_scope(ctx: Context, key: object) -> Scope:
+    """Open a scope for ``key`` owned by ``ctx``'s fiber (synchronous).
+
+    Raises :class:`ScopeError` when ``key`` already has a live scope.
+    """
+    if key is None:
+        raise ScopeError("a scope key cannot be None (None is the global scope)")
+    live = _LIVE.setdefault(ctx.fiber.runtime, {})
+    if id(key) in live:
+        raise ScopeError(f"scope {key!r} is already live; dispose it before creating another")
+    fiber = ctx.scoped(key)._plugin(_scope_fiber, name=f"scope:{key!r}")
+    scope = Scope(key, fiber)
+    live[id(key)] = scope
+
+    def close() -> None:
+        del live[id(key)]
+
+    fiber.ctx.effect(lambda: close, label="scope registration")
+    return scope
+
+
+def scope_of(ctx: Context) -> object:
+    """The scope key ``ctx`` carries, or None for the global scope."""
+    return ctx.scope

@@ -1,0 +1,50 @@
+"""The system prompt: ordered sections, tool-schema providers and strict variables.
+
+YAML name ``system-prompt``; service ``SystemPrompt`` at ctx key ``system_prompt``.
+See this package's README for the contract.
+"""
+
+from __future__ import annotations
+
+from ._errors import PromptRegistrationError, PromptRenderError, SectionOrderError, ToolOrderError
+from ._render import render_prompt
+from ._service import HARNESS_IDENTITY, SystemPrompt, SystemPromptConfig, SystemPromptSpecs
+from ._types import (
+    TOOL_ORDER_REST,
+    VARIABLE_NAME,
+    AssembleContext,
+    AssembledSection,
+    PromptAssembly,
+    PromptSection,
+    TextFn,
+    ToolProvider,
+    ToolProviderResult,
+    ToolSchema,
+    VariableProvider,
+)
+
+plugin = SystemPrompt
+
+__all__ = [
+    "HARNESS_IDENTITY",
+    "TOOL_ORDER_REST",
+    "VARIABLE_NAME",
+    "AssembleContext",
+    "AssembledSection",
+    "PromptAssembly",
+    "PromptRegistrationError",
+    "PromptRenderError",
+    "PromptSection",
+    "SectionOrderError",
+    "SystemPrompt",
+    "SystemPromptConfig",
+    "SystemPromptSpecs",
+    "TextFn",
+    "ToolOrderError",
+    "ToolProvider",
+    "ToolProviderResult",
+    "ToolSchema",
+    "VariableProvider",
+    "plugin",
+    "render_prompt",
+]

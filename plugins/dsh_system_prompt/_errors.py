@@ -1,0 +1,40 @@
+"""Errors raised by the system prompt plugin.
+
+Each class carries a stable ``code`` and also derives from the builtin a caller would
+naturally catch (``ValueError`` for bad content, ``TypeError`` for a bad order value).
+"""
+
+from __future__ import annotations
+
+from dsh._errors import DshError
+
+__all__ = [
+    "PromptRegistrationError",
+    "PromptRenderError",
+    "SectionOrderError",
+    "ToolOrderError",
+]
+
+
+class PromptRenderError(DshError, ValueError):
+    """A section could not be interpolated: a malformed, unknown or valueless reference."""
+
+    code = "PROMPT_RENDER"
+
+
+class ToolOrderError(DshError, ValueError):
+    """The ``tool_order`` config is invalid, or the collected tools contradict it."""
+
+    code = "TOOL_ORDER"
+
+
+class PromptRegistrationError(DshError, ValueError):
+    """A section or variable name is unusable or already taken in its layer."""
+
+    code = "PROMPT_REGISTRATION"
+
+
+class SectionOrderError(DshError, TypeError):
+    """A prompt section was given an ``order`` that is not a finite number."""
+
+    code = "PROMPT_SECTION_ORDER"

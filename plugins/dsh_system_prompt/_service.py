@@ -1,0 +1,263 @@
+"""The ``SystemPrompt`` service: sections, tool providers and variables, in layers."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from dsh import Context, Disposer, Service, hookspec
+
+from ._errors import PromptRegistrationError, SectionOrderError
+from ._tool_order import check_tool_order, order_tools
+from ._types import (
+    VARIABLE_NAME,
+    AssembleContext,
+    AssembledSection,
+    PromptAssembly,
+    PromptSection,
+    ToolProvider,
+    ToolSchema,
+    VariableProvider,
+)
+
+__all__ = ["HARNESS_IDENTITY", "SystemPrompt", "SystemPromptConfig", "SystemPromptSpecs"]
+
+#: The text of the built-in ``harness:identity`` section.
+HARNESS_IDENTITY = "You are an AI agent powered by dsh."
+
+
+class SystemPromptSpecs:
+    """The events owned by the system prompt."""
+
+    @hookspec
+    def system_prompt_assemble(
+        self, assembly: PromptAssembly, context: AssembleContext, call_next: Any
+    ) -> PromptAssembly:
+        """Waterfall over each assembly (scope-filtered); return the assembly to use."""
+        raise NotImplementedError
+
+    @hookspec
+    def system_prompt_change(self) -> None:
+        """A section, tool provider or variable was registered or removed."""
+
+
+class SystemPromptConfig(BaseModel):
+    """Config of the ``system-prompt`` plugin."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    persona: str = ""
+    tool_order: list[str] | None = None
+
+
+@dataclass
+class _Layer:
+    sections: dict[str, PromptSection] = field(default_factory=dict)
+    variables: dict[str, VariableProvider] = field(default_factory=dict)
+    tools: dict[object, ToolProvider] = field(default_factory=dict)
+
+    def empty(self) -> bool:
+        return not (self.sections or self.variables or self.tools)
+
+
+class SystemPrompt(Service):
+    """Assembles the system prompt from layered contributions (ctx key ``system_prompt``)."""
+
+    key = "system_prompt"
+    name = "system-prompt"
+    Config = SystemPromptConfig
+    hookspecs = SystemPromptSpecs
+
+    def __init__(self, ctx: Context, config: SystemPromptConfig | dict[str, Any] | None) -> None:
+        if not isinstance(config, SystemPromptConfig):
+            config = SystemPromptConfig.model_validate(config or {})
+        if config.tool_order is not None:
+            check_tool_order(config.tool_order)
+        ctx.events.add_hookspecs(SystemPromptSpecs)
+        self._global = _Layer()
+        self._scoped: dict[int, tuple[object, _Layer]] = {}
+        self._tool_order = config.tool_order
+        super().__init__(ctx, config)
+        self.section(PromptSection(name="harness:identity", order=-100, text=HARNESS_IDENTITY))
+        self.section(PromptSection(name="deployment:persona", order=0, text=config.persona))
+
+    # -- registration -------------------------------------------------------------------
+
+    def _layer(self, scope: object) -> _Layer:
+        if scope is None:
+            return self._global
+        entry = self._scoped.get(id(scope))
+        if entry is None:
+            entry = self._scoped[id(scope)] = (scope, _Layer())
+        return entry[1]
+
+    def _reclaim(self, scope: object) -> None:
+        if scope is not None:
+            entry = self._scoped.get(id(scope))
+            if entry is not None and entry[1].empty():
+                del self._scoped[id(scope)]
+
+    def _changed(self) -> None:
+        self.home_ctx.emit("system-prompt/change")
+
+    def _register(
+        self, ctx: Context, store: dict[Any, Any], key: object, value: object, label: str
+    ) -> Disposer:
+        scope = ctx.scope
+
+        def body() -> Iterator[Callable[[], None]]:
+            store[key] = value
+            # The undo is yielded before the change event: a listener that raises
+            # rolls the registration back and the error reaches the caller.
+            yield functools.partial(self._unregister, store, key, value, scope)
+            self._changed()
+
+        return ctx.effect(body, label=label)
+
+    def _unregister(self, store: dict[Any, Any], key: object, value: object, scope: object) -> None:
+        if store.get(key) is value:
+            del store[key]
+            self._reclaim(scope)
+            self._changed()
+
+    @staticmethod
+    def _duplicate(kind: str, name: str, scope: object, hint: str) -> PromptRegistrationError:
+        if scope is None:
+            return PromptRegistrationError(
+                f'prompt {kind} "{name}" is already registered ({hint}, register through '
+                "that agent's `agent.ctx` instead)"
+            )
+        return PromptRegistrationError(
+            f'prompt {kind} "{name}" is already registered in this scope'
+        )
+
+    def section(self, section: PromptSection) -> Disposer:
+        """Contribute a section to the caller's layer; returns its exact disposer."""
+        name: object = section.name
+        if not isinstance(name, str) or not name:
+            raise PromptRegistrationError(
+                f"prompt section name must be a non-empty string, got {name!r}"
+            )
+        order: object = section.order
+        if (
+            isinstance(order, bool)
+            or not isinstance(order, int | float)
+            or not math.isfinite(order)
+        ):
+            raise SectionOrderError(f'prompt section "{name}" order must be a finite number')
+        ctx = self.ctx
+        layer = self._layer(ctx.scope)
+        if name in layer.sections:
+            raise self._duplicate("section", name, ctx.scope, "for a per-agent override")
+        return self._register(ctx, layer.sections, name, section, f"prompt section {name}")
+
+    def tools(self, provider: ToolProvider) -> Disposer:
+        """Contribute a tool-schema provider to the caller's layer."""
+        checked: object = provider
+        if not callable(checked):
+            raise PromptRegistrationError(
+                f"a tool provider must be callable, got {type(provider).__name__}"
+            )
+        ctx = self.ctx
+        layer = self._layer(ctx.scope)
+        return self._register(ctx, layer.tools, object(), provider, "prompt tool provider")
+
+    def variable(self, name: str, provider: VariableProvider) -> Disposer:
+        """Contribute the variable ``{{name}}`` to the caller's layer."""
+        checked: object = name
+        if not isinstance(checked, str) or not VARIABLE_NAME.fullmatch(checked):
+            raise PromptRegistrationError(
+                f'invalid prompt variable name "{name}" (must match /^[a-z][a-z0-9_]*$/)'
+            )
+        checked = provider
+        if not callable(checked):
+            raise PromptRegistrationError(
+                f'the provider of prompt variable "{name}" must be callable, '
+                f"got {type(provider).__name__}"
+            )
+        ctx = self.ctx
+        layer = self._layer(ctx.scope)
+        if name in layer.variables:
+            raise self._duplicate("variable", name, ctx.scope, "for a per-agent value")
+        return self._register(ctx, layer.variables, name, provider, f"prompt variable {name}")
+
+    # -- assembly -----------------------------------------------------------------------
+
+    async def assemble(self, context: AssembleContext | None = None) -> PromptAssembly:
+        """Build the assembly for ``context`` (scoped layer over global) and run the
+        ``system-prompt/assemble`` waterfall for that scope."""
+        if context is None:
+            context = AssembleContext()
+        scope = context.scope
+        layers = [self._global]
+        if scope is not None:
+            entry = self._scoped.get(id(scope))
+            if entry is not None:
+                layers.append(entry[1])
+
+        variables: dict[str, str | None] = {}
+        for layer in layers:
+            _resolve_variables(layer.variables, context, variables)
+
+        merged: dict[str, PromptSection] = {}
+        for layer in layers:
+            merged.update(layer.sections)
+
+        providers = [p for layer in layers for p in layer.tools.values()]
+        schemas: list[ToolSchema] = []
+        known: list[str] = []
+        for provider in providers:
+            contributed = provider(context)
+            schemas.extend(
+                ToolSchema(
+                    name=schema.name,
+                    description=schema.description,
+                    parameters=copy.deepcopy(schema.parameters),
+                )
+                for schema in contributed.schemas
+            )
+            if contributed.known_names is None:
+                known.extend(schema.name for schema in contributed.schemas)
+            else:
+                known.extend(contributed.known_names)
+
+        sections = [
+            AssembledSection(
+                name=s.name,
+                order=s.order,
+                text=s.text(context) if callable(s.text) else s.text,
+            )
+            for s in sorted(merged.values(), key=_order)
+        ]
+        tools = order_tools(schemas, known, self._tool_order)
+        assembly = PromptAssembly(sections=sections, tools=tools, variables=variables)
+        result: PromptAssembly = await self.home_ctx.waterfall(
+            "system-prompt/assemble", assembly, context, inner=lambda: assembly, scope=scope
+        )
+        return result
+
+
+def _order(section: PromptSection) -> float:
+    return section.order
+
+
+def _resolve_variables(
+    providers: dict[str, VariableProvider],
+    context: AssembleContext,
+    out: dict[str, str | None],
+) -> None:
+    """Call every provider in registration order, including ones added meanwhile."""
+    done: set[str] = set()
+    while True:
+        fresh = [(name, p) for name, p in providers.items() if name not in done]
+        if not fresh:
+            return
+        for name, provider in fresh:
+            done.add(name)
+            out[name] = provider(context)
