@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._config import validate_config
 from ._context import Context
-from ._errors import ConfigError, DeploymentError, DshError
+from ._errors import ConfigError, DshError
 from ._fiber import Fiber, FiberState
-from ._plugin import Plugin
+from ._plugin import Plugin, plugin_spec
 from ._resolve import resolve_plugin
-from ._yaml import EntrySpec, line_of, parse_deployment, resolve_env
+from ._yaml import EntrySpec, deployment_error, line_of, parse_deployment, resolve_env
 
 __all__ = ["Deployment", "load_deployment"]
 
@@ -92,7 +93,15 @@ def _plan(
             failures.append(f"{entry.where}: {exc}")
             continue
         try:
+            spec = plugin_spec(obj, default_name)
+        except DshError as exc:
+            failures.append(f"{entry.where}: {exc}")
+            continue
+        try:
             config = resolve_env(entry.config, entry, environ)
+            # Validated now so that one run reports every bad config; the fiber
+            # validates again when it activates.
+            validate_config(spec.config_model, config, spec.name, _Entry(entry))
         except ConfigError as exc:
             failures.append(str(exc))
             continue
@@ -128,12 +137,6 @@ def _failure(fiber: Fiber, entry: EntrySpec) -> str | None:
     return None
 
 
-def _summary(path: Path, failures: list[str]) -> str:
-    return f"deployment {path} failed with {len(failures)} problem(s):\n" + "\n".join(
-        f"  {line}" for line in failures
-    )
-
-
 async def load_deployment(
     path: str | os.PathLike[str], ctx: Context, *, environ: Mapping[str, str] | None = None
 ) -> Fiber:
@@ -149,7 +152,7 @@ async def load_deployment(
     failures: list[str] = []
     plan = _plan(entries, file.parent, os.environ if environ is None else environ, failures)
     if failures:
-        raise DeploymentError(_summary(file, failures), failures)
+        raise deployment_error(file, failures)
     fibers: dict[str, Fiber] = {}
     deployment = ctx._plugin(Deployment, (plan, fibers), name=f"deployment:{file.name}")
     await deployment
@@ -161,7 +164,7 @@ async def load_deployment(
             failures.append(problem)
     if failures:
         await deployment.dispose()
-        raise DeploymentError(_summary(file, failures), failures)
+        raise deployment_error(file, failures)
     return deployment
 
 

@@ -22,7 +22,14 @@ from yaml.reader import ReaderError
 
 from dsh._errors import ConfigError, DeploymentError
 
-__all__ = ["EntrySpec", "EnvRef", "line_of", "parse_deployment", "resolve_env"]
+__all__ = [
+    "EntrySpec",
+    "EnvRef",
+    "deployment_error",
+    "line_of",
+    "parse_deployment",
+    "resolve_env",
+]
 
 _CORE = "tag:yaml.org,2002:"
 _MAP = _CORE + "map"
@@ -365,10 +372,14 @@ class _Parser:
         return EnvRef(name, default, line) if ok else None
 
 
-def _raise(path: Path, problems: list[tuple[int, str]]) -> NoReturn:
-    failures = [text for _, text in sorted(problems, key=lambda problem: problem[0])]
+def deployment_error(path: Path, failures: list[str]) -> DeploymentError:
+    """One error listing every failure of the deployment at ``path``, a line each."""
     count = f"{len(failures)} problem{'s' if len(failures) != 1 else ''}"
-    raise DeploymentError("\n".join([f"deployment {path} has {count}:", *failures]), failures)
+    return DeploymentError("\n".join([f"deployment {path} has {count}:", *failures]), failures)
+
+
+def _raise(path: Path, problems: list[tuple[int, str]]) -> NoReturn:
+    raise deployment_error(path, [text for _, text in sorted(problems, key=lambda p: p[0])])
 
 
 def parse_deployment(path: Path) -> list[EntrySpec]:

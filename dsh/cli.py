@@ -1,8 +1,9 @@
-"""The ``dsh`` command line: ``check``, ``plugins`` (and the harness's commands)."""
+"""The ``dsh`` command line: ``check``, ``prompt`` and ``plugins``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -42,6 +43,17 @@ def _configure_logging(verbose: bool) -> None:
     logger.propagate = False
 
 
+async def _model_view(root: Context) -> tuple[str, list[Any]] | None:
+    """The rendered system prompt and the ordered tools, or None without a prompt."""
+    prompt = root.get("system_prompt")
+    if prompt is None:
+        return None
+    from dsh_system_prompt import render_prompt
+
+    assembly = await prompt.assemble()
+    return render_prompt(assembly), assembly.tools
+
+
 async def _check(path: Path) -> int:
     async with Context() as root:
         try:
@@ -49,8 +61,40 @@ async def _check(path: Path) -> int:
         except DshError as exc:
             print(exc, file=sys.stderr)
             return 1
+        try:
+            view = await _model_view(root)
+        except DshError as exc:
+            print(f"{path}: the system prompt does not render: {exc}", file=sys.stderr)
+            return 1
         count = len(deployment.instance.fibers)
-        print(f"{path}: ok ({count} plugin entries active)")
+        rendered = "" if view is None else f", prompt renders ({len(view[1])} tools)"
+        print(f"{path}: ok ({count} plugin entries active{rendered})")
+        return 0
+
+
+async def _prompt(path: Path, as_json: bool) -> int:
+    async with Context() as root:
+        try:
+            await load_deployment(path, root)
+            view = await _model_view(root)
+        except DshError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        if view is None:
+            print(f"{path}: no system-prompt plugin is loaded", file=sys.stderr)
+            return 1
+        text, tools = view
+        listed = [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in tools
+        ]
+        if as_json:
+            print(json.dumps({"system": text, "tools": listed}, indent=2))
+            return 0
+        print(text)
+        print(f"\n--- tools ({len(listed)}) ---")
+        for tool in listed:
+            print(json.dumps(tool, indent=2))
         return 0
 
 
@@ -85,6 +129,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="load a deployment and report every problem")
     check.add_argument("file", type=Path)
+    prompt = sub.add_parser(
+        "prompt", help="print the system prompt and tools the model would receive"
+    )
+    prompt.add_argument("file", type=Path)
+    prompt.add_argument("--json", action="store_true", help="one JSON document")
     sub.add_parser("plugins", help="list installed plugins and their config keys")
     return parser
 
@@ -95,4 +144,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(args.verbose)
     if args.command == "check":
         return anyio.run(_check, args.file)
+    if args.command == "prompt":
+        return anyio.run(_prompt, args.file, args.json)
     return _plugins()
