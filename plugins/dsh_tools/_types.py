@@ -1,0 +1,69 @@
+"""The records of the tools plugin: a tool, one call of it, and its result."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import anyio
+from pydantic import BaseModel
+
+__all__ = ["TOOL_NAME", "ArgsT", "Tool", "ToolCall", "ToolResult"]
+
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""Grammar of a tool name (what model APIs accept). Always apply it with ``fullmatch``."""
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+"""The pydantic model a tool's arguments are validated into."""
+
+
+@dataclass
+class ToolResult:
+    """What a call produced: text for the model, whether it is an error, and a code.
+
+    ``code`` is a stable machine-readable reason for an error (``UNKNOWN_TOOL``,
+    ``INVALID_ARGS``, ``TOOL_ERROR`` or a ``DshError`` subclass's code); it is ``None``
+    unless the tool sets one.
+    """
+
+    content: str
+    is_error: bool = False
+    code: str | None = None
+
+
+@dataclass
+class ToolCall:
+    """One invocation, as the tool sees it.
+
+    ``id`` is the model's call id, ``agent`` the calling agent's handle (``None`` when a
+    call does not come from an agent), and ``cancel_scope`` the scope the caller runs
+    the call in, if it shares it; cancelling that scope cancels the call.
+    """
+
+    id: str
+    agent: Any = None
+    cancel_scope: anyio.CancelScope | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the call's cancel scope has been cancelled."""
+        scope = self.cancel_scope
+        return scope is not None and scope.cancel_called
+
+
+@dataclass
+class Tool(Generic[ArgsT]):
+    """A tool the model can call.
+
+    ``parameters`` is a pydantic model class: its JSON Schema is what the model is shown
+    and an instance of it, validated from the model's arguments, is what ``execute``
+    receives together with the :class:`ToolCall`. ``execute`` returns the text for the
+    model, or a :class:`ToolResult`; an exception it raises becomes an error result.
+    """
+
+    name: str
+    description: str
+    parameters: type[ArgsT]
+    execute: Callable[[ArgsT, ToolCall], Awaitable[str | ToolResult]]

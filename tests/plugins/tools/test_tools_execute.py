@@ -1,0 +1,362 @@
+"""``Tools.execute``: resolution, argument validation, error results, cancellation."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import BaseModel, field_validator
+
+from dsh import Context, DshError
+from dsh_scope import create_scope
+from dsh_system_prompt import SystemPrompt
+from dsh_tools import Tool, ToolArgumentsError, ToolCall, ToolResult, Tools
+
+pytestmark = pytest.mark.anyio
+
+
+class ReadArgs(BaseModel):
+    path: str
+    limit: int = 100
+
+
+class Options(BaseModel):
+    depth: int
+
+
+class NestedArgs(BaseModel):
+    items: list[int] = []
+    options: Options | None = None
+
+
+class Defaults(BaseModel):
+    greeting: str = "hello"
+
+
+class Crashing(BaseModel):
+    value: str
+
+    @field_validator("value")
+    @classmethod
+    def crash(cls, value: str) -> str:
+        raise RuntimeError(f"validator crashed on {value}")
+
+
+class Recorder:
+    """A tool body that records what it received and returns a fixed answer."""
+
+    def __init__(self, answer: object = "done") -> None:
+        self.answer = answer
+        self.calls: list[tuple[BaseModel, ToolCall]] = []
+
+    async def __call__(self, args: BaseModel, call: ToolCall) -> Any:
+        self.calls.append((args, call))
+        return self.answer
+
+
+def make(name: str, execute: Any, parameters: type[BaseModel] = ReadArgs) -> Tool[Any]:
+    return Tool(name=name, description=name, parameters=parameters, execute=execute)
+
+
+@asynccontextmanager
+async def running() -> AsyncIterator[tuple[Context, Tools]]:
+    async with Context() as root:
+        await root.plugin(SystemPrompt)
+        await root.plugin(Tools)
+        yield root, root.tools
+
+
+def error(content: str, code: str) -> ToolResult:
+    return ToolResult(content=content, is_error=True, code=code)
+
+
+async def test_string_result_and_call() -> None:
+    async with running() as (_root, tools):
+        body = Recorder("file contents")
+        tools.register(make("read", body))
+        call = ToolCall(id="call-1", agent="agent-handle")
+        result = await tools.execute("read", '{"path": "a.txt", "limit": 5}', call)
+        assert result == ToolResult(content="file contents")
+        ((args, seen),) = body.calls
+        assert args == ReadArgs(path="a.txt", limit=5)
+        assert seen is call
+
+
+async def test_tool_result_passes_through() -> None:
+    async with running() as (_root, tools):
+        answer = ToolResult(content="partial", is_error=True, code="MY_CODE")
+        tools.register(make("read", Recorder(answer)))
+        result = await tools.execute("read", {"path": "a"}, ToolCall(id="c1"))
+        assert result is answer
+
+
+@pytest.mark.parametrize("arguments", ["", "   ", "{}", {}])
+async def test_empty_arguments(arguments: str | dict[str, Any]) -> None:
+    async with running() as (_root, tools):
+        body = Recorder()
+        tools.register(make("greet", body, Defaults))
+        assert await tools.execute("greet", arguments, ToolCall(id="c1")) == ToolResult("done")
+        assert body.calls[0][0] == Defaults()
+
+
+async def test_dict_arguments_are_not_mutated() -> None:
+    async with running() as (_root, tools):
+        body = Recorder()
+        tools.register(make("read", body))
+        arguments = {"path": "a", "limit": "7"}
+        await tools.execute("read", arguments, ToolCall(id="c1"))
+        assert body.calls[0][0] == ReadArgs(path="a", limit=7)
+        assert arguments == {"path": "a", "limit": "7"}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "content"),
+    [
+        (
+            '{"limit": "many"}',
+            "invalid arguments: path: Field required; "
+            "limit: Input should be a valid integer, unable to parse string as an integer",
+        ),
+        ({"path": 3}, "invalid arguments: path: Input should be a valid string"),
+        ("[1, 2]", "invalid arguments: Input should be an object"),
+        ('"path"', "invalid arguments: Input should be an object"),
+        (["path"], "invalid arguments: arguments must be a JSON object string or a dict, got list"),
+        (None, "invalid arguments: arguments must be a JSON object string or a dict, got NoneType"),
+    ],
+)
+async def test_invalid_arguments(arguments: Any, content: str) -> None:
+    async with running() as (_root, tools):
+        body = Recorder()
+        tools.register(make("read", body))
+        result = await tools.execute("read", arguments, ToolCall(id="c1"))
+        assert result == error(content, "INVALID_ARGS")
+        assert body.calls == []  # validated before the body runs
+
+
+async def test_invalid_json() -> None:
+    async with running() as (_root, tools):
+        body = Recorder()
+        tools.register(make("read", body))
+        result = await tools.execute("read", '{"path": ', ToolCall(id="c1"))
+        assert result.is_error
+        assert result.code == ToolArgumentsError.code
+        assert result.content.startswith("invalid arguments: Invalid JSON: ")
+        assert body.calls == []
+
+
+async def test_nested_locations() -> None:
+    async with running() as (_root, tools):
+        tools.register(make("nested", Recorder(), NestedArgs))
+        result = await tools.execute(
+            "nested", '{"items": [1, "x", 3], "options": {"depth": []}}', ToolCall(id="c1")
+        )
+        assert result == error(
+            "invalid arguments: items[1]: Input should be a valid integer, unable to parse "
+            "string as an integer; options.depth: Input should be a valid integer",
+            "INVALID_ARGS",
+        )
+
+
+async def test_crashing_validator_is_the_tools_error() -> None:
+    async with running() as (_root, tools):
+        body = Recorder()
+        tools.register(make("crash", body, Crashing))
+        result = await tools.execute("crash", '{"value": "v"}', ToolCall(id="c1"))
+        assert result == error("Error: validator crashed on v", "TOOL_ERROR")
+        assert body.calls == []
+
+
+async def test_unknown_tool() -> None:
+    async with running() as (_root, tools):
+        result = await tools.execute("ghost", "{}", ToolCall(id="c1"))
+        assert result == error('unknown tool "ghost"', "UNKNOWN_TOOL")
+
+
+async def test_scoped_resolution_and_restriction() -> None:
+    async with running() as (root, tools):
+        shared = Recorder("global")
+        tools.register(make("read", shared))
+        tools.register(make("bash", Recorder("global bash")))
+        agent = create_scope(root, "agent")
+        agent.ctx.tools.register(make("read", Recorder("scoped")))
+        agent.ctx.tools.register(make("own", Recorder("own")))
+        agent.ctx.tools.restrict(deny=["bash"])
+        call = ToolCall(id="c1")
+        run = agent.ctx.tools.execute
+        tools.register(make("todo", Recorder("global todo")))
+        assert (await run("todo", '{"path": "a"}', call)).content == "global todo"
+        assert (await run("read", '{"path": "a"}', call)).content == "scoped"
+        assert (await run("own", '{"path": "a"}', call)).content == "own"
+        assert await run("bash", '{"path": "a"}', call) == error(
+            'unknown tool "bash"', "UNKNOWN_TOOL"
+        )
+        # Other views are unaffected.
+        assert (await tools.execute("read", '{"path": "a"}', call)).content == "global"
+        assert (await tools.execute("bash", '{"path": "a"}', call)).content == "global bash"
+        assert await tools.execute("own", '{"path": "a"}', call) == error(
+            'unknown tool "own"', "UNKNOWN_TOOL"
+        )
+        other = create_scope(root, "other")
+        assert (await other.ctx.tools.execute("bash", {"path": "a"}, call)).content == (
+            "global bash"
+        )
+
+
+class Broken(Exception):
+    def __str__(self) -> str:
+        raise ValueError("cannot print")
+
+
+class QuotaError(DshError):
+    code = "QUOTA_EXCEEDED"
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (ValueError("disk on fire"), error("Error: disk on fire", "TOOL_ERROR")),
+        (RuntimeError(), error("Error: RuntimeError", "TOOL_ERROR")),
+        (Broken(), error("Error: <unprintable Broken>", "TOOL_ERROR")),
+        (
+            QuotaError("quota of 3 calls used up"),
+            error("Error: quota of 3 calls used up", "QUOTA_EXCEEDED"),
+        ),
+        (QuotaError(), error("Error: QuotaError", "QUOTA_EXCEEDED")),
+        (
+            ToolArgumentsError("path must be relative"),
+            error("Error: path must be relative", "INVALID_ARGS"),
+        ),
+    ],
+)
+async def test_tool_exceptions_become_results(exc: Exception, expected: ToolResult) -> None:
+    async with running() as (_root, tools):
+
+        async def fail(args: BaseModel, call: ToolCall) -> str:
+            raise exc
+
+        tools.register(make("fail", fail))
+        assert await tools.execute("fail", '{"path": "a"}', ToolCall(id="c1")) == expected
+
+
+async def test_wrong_return_type() -> None:
+    async with running() as (_root, tools):
+        tools.register(make("number", Recorder(42)))
+        result = await tools.execute("number", '{"path": "a"}', ToolCall(id="c1"))
+        assert result == error(
+            'Error: tool "number" returned int; expected str or ToolResult', "TOOL_ERROR"
+        )
+
+
+async def test_sync_execute() -> None:
+    async with running() as (_root, tools):
+
+        def sync_body(args: BaseModel, call: ToolCall) -> str:
+            return "sync"
+
+        tools.register(make("sync", sync_body))
+        result = await tools.execute("sync", '{"path": "a"}', ToolCall(id="c1"))
+        assert result == error(
+            'Error: tool "sync" execute returned str instead of an awaitable '
+            "(it must be an async function)",
+            "TOOL_ERROR",
+        )
+
+
+async def test_sync_execute_that_raises() -> None:
+    async with running() as (_root, tools):
+
+        def sync_body(args: BaseModel, call: ToolCall) -> str:
+            raise LookupError("no such file")
+
+        tools.register(make("sync", sync_body))
+        result = await tools.execute("sync", '{"path": "a"}', ToolCall(id="c1"))
+        assert result == error("Error: no such file", "TOOL_ERROR")
+
+
+async def test_cancelled_mid_run() -> None:
+    async with running() as (_root, tools):
+        started = anyio.Event()
+        never = anyio.Event()
+        seen: list[str] = []
+
+        async def wait(args: BaseModel, call: ToolCall) -> str:
+            started.set()
+            try:
+                await never.wait()
+            except anyio.get_cancelled_exc_class():
+                seen.append("cancelled")
+                raise
+            return "finished"
+
+        tools.register(make("wait", wait))
+        scope = anyio.CancelScope()
+        call = ToolCall(id="c1", cancel_scope=scope)
+        results: list[ToolResult] = []
+        caught: list[bool] = []
+
+        async def run() -> None:
+            with scope:
+                results.append(await tools.execute("wait", '{"path": "a"}', call))
+            caught.append(scope.cancelled_caught)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await started.wait()
+            assert not call.cancelled
+            scope.cancel()
+        assert call.cancelled
+        assert seen == ["cancelled"]
+        assert results == []
+        assert caught == [True]
+
+
+async def test_cancelled_before_dispatch() -> None:
+    async with running() as (_root, tools):
+        body = Recorder()
+        tools.register(make("read", body))
+        results: list[ToolResult] = []
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            results.append(await tools.execute("read", '{"path": "a"}', ToolCall(id="c1")))
+        assert scope.cancelled_caught
+        assert results == []
+        assert body.calls == []
+
+
+async def test_tool_unregistered_while_running_completes() -> None:
+    async with running() as (_root, tools):
+        started = anyio.Event()
+        release = anyio.Event()
+
+        async def slow(args: BaseModel, call: ToolCall) -> str:
+            started.set()
+            await release.wait()
+            return "late"
+
+        d = tools.register(make("slow", slow))
+        results: list[ToolResult] = []
+
+        async def run() -> None:
+            results.append(await tools.execute("slow", '{"path": "a"}', ToolCall(id="c1")))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await started.wait()
+            await d()
+            release.set()
+        assert results == [ToolResult(content="late")]
+        assert (await tools.execute("slow", "{}", ToolCall(id="c2"))).code == "UNKNOWN_TOOL"
+
+
+async def test_precisely_typed_tool() -> None:
+    async def read(args: ReadArgs, call: ToolCall) -> str:
+        return f"{args.path} up to {args.limit} lines"
+
+    tool = Tool(name="read", description="Read a file.", parameters=ReadArgs, execute=read)
+    async with running() as (_root, tools):
+        tools.register(tool)
+        result = await tools.execute("read", '{"path": "a"}', ToolCall(id="c1"))
+        assert result == ToolResult(content="a up to 100 lines")
