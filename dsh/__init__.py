@@ -6,7 +6,7 @@ Start a root with ``async with dsh.Context() as root:``, add plugins with
 
 from __future__ import annotations
 
-from ._config import EntryInfo
+from ._config import EntryInfo, validate_config
 from ._context import Context
 from ._deployment import load_deployment
 from ._disposer import Disposer, EffectBody
@@ -50,4 +50,5 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "load_deployment",
+    "validate_config",
 ]

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ._scope import Scope, ScopeError, create_scope, scope_of
+from ._scope import Scope, ScopeError, ScopeKeyError, create_scope, scope_of
 
-__all__ = ["Scope", "ScopeError", "create_scope", "scope_of"]
+__all__ = ["Scope", "ScopeError", "ScopeKeyError", "create_scope", "scope_of"]

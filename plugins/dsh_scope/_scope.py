@@ -12,13 +12,19 @@ from typing import Any
 
 from dsh import Context, DshError, Fiber
 
-__all__ = ["Scope", "ScopeError", "create_scope", "scope_of"]
+__all__ = ["Scope", "ScopeError", "ScopeKeyError", "create_scope", "scope_of"]
 
 
 class ScopeError(DshError, ValueError):
     """A second live scope was requested for the same key."""
 
     code = "SCOPE_TAKEN"
+
+
+class ScopeKeyError(DshError, TypeError):
+    """``None`` was given as a scope key (``None`` is the global scope)."""
+
+    code = "SCOPE_KEY"
 
 
 # Live scopes per runtime, by id(key): a key can have one live scope at a time.
@@ -53,7 +59,7 @@ def create_scope(ctx: Context, key: object) -> Scope:
     Raises :class:`ScopeError` when ``key`` already has a live scope.
     """
     if key is None:
-        raise ScopeError("a scope key cannot be None (None is the global scope)")
+        raise ScopeKeyError("a scope key cannot be None (None is the global scope)")
     live = _LIVE.setdefault(ctx.fiber.runtime, {})
     if id(key) in live:
         raise ScopeError(f"scope {key!r} is already live; dispose it before creating another")

@@ -6,7 +6,13 @@ See this package's README for the contract.
 
 from __future__ import annotations
 
-from ._errors import PromptRegistrationError, PromptRenderError, SectionOrderError, ToolOrderError
+from ._errors import (
+    PromptRegistrationError,
+    PromptRenderError,
+    PromptTypeError,
+    SectionOrderError,
+    ToolOrderError,
+)
 from ._render import render_prompt
 from ._service import HARNESS_IDENTITY, SystemPrompt, SystemPromptConfig, SystemPromptSpecs
 from ._types import (
@@ -35,6 +41,7 @@ __all__ = [
     "PromptRegistrationError",
     "PromptRenderError",
     "PromptSection",
+    "PromptTypeError",
     "SectionOrderError",
     "SystemPrompt",
     "SystemPromptConfig",

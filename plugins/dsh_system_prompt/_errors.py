@@ -11,6 +11,7 @@ from dsh._errors import DshError
 __all__ = [
     "PromptRegistrationError",
     "PromptRenderError",
+    "PromptTypeError",
     "SectionOrderError",
     "ToolOrderError",
 ]
@@ -38,3 +39,10 @@ class SectionOrderError(DshError, TypeError):
     """A prompt section was given an ``order`` that is not a finite number."""
 
     code = "PROMPT_SECTION_ORDER"
+
+
+class PromptTypeError(DshError, TypeError):
+    """A registration was given a value of the wrong type (a non-callable provider,
+    a section name or text that is neither a string nor, for text, a callable)."""
+
+    code = "PROMPT_TYPE"

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh import Context, Disposer, Service, hookspec
+from dsh import Context, Disposer, Service, hookspec, validate_config
 
-from ._errors import PromptRegistrationError, SectionOrderError
+from ._errors import PromptRegistrationError, PromptTypeError, SectionOrderError
 from ._tool_order import check_tool_order, order_tools
 from ._types import (
     VARIABLE_NAME,
@@ -76,7 +76,7 @@ class SystemPrompt(Service):
 
     def __init__(self, ctx: Context, config: SystemPromptConfig | dict[str, Any] | None) -> None:
         if not isinstance(config, SystemPromptConfig):
-            config = SystemPromptConfig.model_validate(config or {})
+            config = validate_config(SystemPromptConfig, config, "system-prompt", None)
         if config.tool_order is not None:
             check_tool_order(config.tool_order)
         ctx.events.add_hookspecs(SystemPromptSpecs)
@@ -89,42 +89,49 @@ class SystemPrompt(Service):
 
     # -- registration -------------------------------------------------------------------
 
-    def _layer(self, scope: object) -> _Layer:
+    def _peek(self, scope: object) -> _Layer | None:
+        """The layer of ``scope`` if it exists (never creates one)."""
         if scope is None:
             return self._global
         entry = self._scoped.get(id(scope))
-        if entry is None:
-            entry = self._scoped[id(scope)] = (scope, _Layer())
-        return entry[1]
+        return None if entry is None else entry[1]
 
-    def _reclaim(self, scope: object) -> None:
-        if scope is not None:
-            entry = self._scoped.get(id(scope))
-            if entry is not None and entry[1].empty():
-                del self._scoped[id(scope)]
+    def _layer(self, scope: object) -> _Layer:
+        """The layer of ``scope``, created on first use."""
+        layer = self._peek(scope)
+        if layer is None:
+            layer = _Layer()
+            self._scoped[id(scope)] = (scope, layer)
+        return layer
 
     def _changed(self) -> None:
         self.home_ctx.emit("system-prompt/change")
 
     def _register(
-        self, ctx: Context, store: dict[Any, Any], key: object, value: object, label: str
+        self, ctx: Context, kind: str, key: object, value: object, label: str
     ) -> Disposer:
         scope = ctx.scope
 
         def body() -> Iterator[Callable[[], None]]:
+            # The layer is created only once the effect exists: a registration refused
+            # by the context (a disposed scope) leaves no empty layer behind.
+            layer = self._layer(scope)
+            store: dict[Any, Any] = getattr(layer, kind)
             store[key] = value
             # The undo is yielded before the change event: a listener that raises
             # rolls the registration back and the error reaches the caller.
-            yield functools.partial(self._unregister, store, key, value, scope)
+            yield functools.partial(self._unregister, layer, store, key, scope)
             self._changed()
 
         return ctx.effect(body, label=label)
 
-    def _unregister(self, store: dict[Any, Any], key: object, value: object, scope: object) -> None:
-        if store.get(key) is value:
-            del store[key]
-            self._reclaim(scope)
-            self._changed()
+    def _unregister(self, layer: _Layer, store: dict[Any, Any], key: object, scope: object) -> None:
+        # Runs once per registration (a disposer never undoes twice); an emptied
+        # scope layer is reclaimed so a disposed scope leaves nothing behind.
+        del store[key]
+        if scope is not None and layer.empty():
+            del self._scoped[id(scope)]
+        self._changed()
 
     @staticmethod
     def _duplicate(kind: str, name: str, scope: object, hint: str) -> PromptRegistrationError:
@@ -141,9 +148,8 @@ class SystemPrompt(Service):
         """Contribute a section to the caller's layer; returns its exact disposer."""
         name: object = section.name
         if not isinstance(name, str) or not name:
-            raise PromptRegistrationError(
-                f"prompt section name must be a non-empty string, got {name!r}"
-            )
+            error = PromptRegistrationError if name == "" else PromptTypeError
+            raise error(f"prompt section name must be a non-empty string, got {name!r}")
         order: object = section.order
         if (
             isinstance(order, bool)
@@ -151,22 +157,26 @@ class SystemPrompt(Service):
             or not math.isfinite(order)
         ):
             raise SectionOrderError(f'prompt section "{name}" order must be a finite number')
+        text: object = section.text
+        if not isinstance(text, str) and not callable(text):
+            raise PromptTypeError(
+                f'prompt section "{name}" text must be a string or a callable, '
+                f"got {type(text).__name__}"
+            )
         ctx = self.ctx
-        layer = self._layer(ctx.scope)
-        if name in layer.sections:
+        layer = self._peek(ctx.scope)
+        if layer is not None and name in layer.sections:
             raise self._duplicate("section", name, ctx.scope, "for a per-agent override")
-        return self._register(ctx, layer.sections, name, section, f"prompt section {name}")
+        return self._register(ctx, "sections", name, section, f"prompt section {name}")
 
     def tools(self, provider: ToolProvider) -> Disposer:
         """Contribute a tool-schema provider to the caller's layer."""
         checked: object = provider
         if not callable(checked):
-            raise PromptRegistrationError(
+            raise PromptTypeError(
                 f"a tool provider must be callable, got {type(provider).__name__}"
             )
-        ctx = self.ctx
-        layer = self._layer(ctx.scope)
-        return self._register(ctx, layer.tools, object(), provider, "prompt tool provider")
+        return self._register(self.ctx, "tools", object(), provider, "prompt tool provider")
 
     def variable(self, name: str, provider: VariableProvider) -> Disposer:
         """Contribute the variable ``{{name}}`` to the caller's layer."""
@@ -177,15 +187,15 @@ class SystemPrompt(Service):
             )
         checked = provider
         if not callable(checked):
-            raise PromptRegistrationError(
+            raise PromptTypeError(
                 f'the provider of prompt variable "{name}" must be callable, '
                 f"got {type(provider).__name__}"
             )
         ctx = self.ctx
-        layer = self._layer(ctx.scope)
-        if name in layer.variables:
+        layer = self._peek(ctx.scope)
+        if layer is not None and name in layer.variables:
             raise self._duplicate("variable", name, ctx.scope, "for a per-agent value")
-        return self._register(ctx, layer.variables, name, provider, f"prompt variable {name}")
+        return self._register(ctx, "variables", name, provider, f"prompt variable {name}")
 
     # -- assembly -----------------------------------------------------------------------
 
