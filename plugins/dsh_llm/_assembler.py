@@ -1,0 +1,148 @@
+"""Turning a chunk stream into one assistant message, tolerating adapter quirks.
+
+The edge protocol: a repeated ``block-start`` is ignored (its text keeps accumulating);
+deltas may arrive without a ``block-start`` (the block is created implicitly); deltas
+and ``block-end``s after a block's first ``block-end`` are stragglers and are ignored;
+a tool call that never received an id gets ``call-<index>``; without a ``usage`` chunk
+the usage is None; without a ``finish`` chunk the finish is ``stop``; on ``max-tokens``
+the (truncated) tool calls are dropped. Contradictions are :class:`AssemblyError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dsh import DshError
+
+from ._types import (
+    Block,
+    BlockEnd,
+    BlockStart,
+    Chunk,
+    Finish,
+    Message,
+    ReasoningBlock,
+    ReasoningDelta,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+    Usage,
+    UsageChunk,
+)
+
+__all__ = ["AssembledMessage", "AssemblyError", "BlockAssembler"]
+
+
+class AssemblyError(DshError, ValueError):
+    """A chunk stream contradicts itself (wrong block type, unknown chunk)."""
+
+    code = "ASSEMBLY_INVARIANT"
+
+
+@dataclass(frozen=True, slots=True)
+class AssembledMessage:
+    """The outcome of one stream."""
+
+    message: Message
+    usage: Usage | None
+    finish: Finish
+
+
+class _Partial:
+    __slots__ = ("block", "block_type", "call_id", "name", "parts")
+
+    def __init__(self, block_type: str) -> None:
+        self.block_type = block_type
+        self.parts: list[str] = []
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.block: Block | None = None  # set by the first block-end
+
+
+class BlockAssembler:
+    """Feed chunks with :meth:`push`; read the result with :meth:`result`."""
+
+    __slots__ = ("_finish", "_partials", "_usage")
+
+    def __init__(self) -> None:
+        self._partials: dict[int, _Partial] = {}
+        self._usage: Usage | None = None
+        self._finish: Finish | None = None
+
+    def _open(self, index: int, block_type: str, chunk_type: str) -> _Partial | None:
+        partial = self._partials.get(index)
+        if partial is None:
+            partial = self._partials[index] = _Partial(block_type)
+        elif partial.block_type != block_type:
+            raise AssemblyError(
+                f"block {index} is a {partial.block_type} block, but a {chunk_type} "
+                "chunk targets it"
+            )
+        return None if partial.block is not None else partial
+
+    def push(self, chunk: Chunk) -> None:
+        """Take one chunk of the stream."""
+        if isinstance(chunk, TextDelta | ReasoningDelta):
+            kind = "text" if isinstance(chunk, TextDelta) else "reasoning"
+            partial = self._open(chunk.index, kind, chunk.type)
+            if partial is not None:
+                partial.parts.append(chunk.text)
+        elif isinstance(chunk, ToolCallDelta):
+            partial = self._open(chunk.index, "tool-call", chunk.type)
+            if partial is not None:
+                if chunk.id:
+                    partial.call_id = chunk.id
+                if chunk.name:
+                    partial.name = chunk.name
+                partial.parts.append(chunk.arguments_delta)
+        elif isinstance(chunk, BlockStart):
+            if chunk.index not in self._partials:
+                self._partials[chunk.index] = _Partial(chunk.block_type)
+        elif isinstance(chunk, BlockEnd):
+            partial = self._partials.get(chunk.index)
+            if partial is None:
+                if chunk.block is None:
+                    raise AssemblyError(
+                        f"block-end for block {chunk.index}, which never started and "
+                        "carries no block"
+                    )
+                partial = self._partials[chunk.index] = _Partial(chunk.block.type)
+            if partial.block is None:
+                partial.block = chunk.block or _build(chunk.index, partial)
+        elif isinstance(chunk, UsageChunk):
+            self._usage = chunk.usage
+        elif isinstance(chunk, Finish):
+            self._finish = chunk
+        else:
+            raise AssemblyError(f"unknown chunk {chunk!r}")
+
+    def result(self) -> AssembledMessage:
+        """The assistant message so far (open blocks are completed as they stand)."""
+        finish = self._finish or Finish("stop")
+        blocks = [
+            partial.block if partial.block is not None else _build(index, partial)
+            for index, partial in self._partials.items()
+        ]
+        if finish.reason == "max-tokens":
+            blocks = [b for b in blocks if not isinstance(b, ToolCallBlock)]
+        return AssembledMessage(Message("assistant", tuple(blocks)), self._usage, finish)
+
+    def interrupted_blocks(self) -> list[Block]:
+        """Text and reasoning blocks with visible content, for an interrupted stream."""
+        return [
+            block
+            for block in self.result().message.content
+            if isinstance(block, TextBlock | ReasoningBlock) and block.text.strip()
+        ]
+
+
+def _build(index: int, partial: _Partial) -> Block:
+    text = "".join(partial.parts)
+    if partial.block_type == "text":
+        return TextBlock(text)
+    if partial.block_type == "reasoning":
+        return ReasoningBlock(text)
+    if partial.block_type == "tool-call":
+        return ToolCallBlock(partial.call_id or f"call-{index}", partial.name or "", text)
+    raise AssemblyError(f'cannot assemble incomplete block of type "{partial.block_type}"')

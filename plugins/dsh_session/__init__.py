@@ -1,0 +1,30 @@
+"""Sessions: the append-only event log of an agent and the history derived from it.
+
+YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``.
+"""
+
+from __future__ import annotations
+
+from ._session import (
+    COMMIT_EVENTS,
+    EVENT_TYPES,
+    Session,
+    SessionError,
+    SessionEvent,
+    SessionHeader,
+)
+from ._store import Sessions, SessionSpecs
+
+plugin = Sessions
+
+__all__ = [
+    "COMMIT_EVENTS",
+    "EVENT_TYPES",
+    "Session",
+    "SessionError",
+    "SessionEvent",
+    "SessionHeader",
+    "SessionSpecs",
+    "Sessions",
+    "plugin",
+]
