@@ -80,7 +80,12 @@ class Context:
         rt.tg.cancel_scope.cancel()
         rt.tg = None
         rt.closed = True
-        return await self._tg_cm.__aexit__(exc_type, exc, tb)
+        if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
+            return await self._tg_cm.__aexit__(exc_type, exc, tb)
+        # The body raised: the task group (whose tasks never raise) exits cleanly and
+        # the body's exception propagates as it is, not wrapped in an ExceptionGroup.
+        await self._tg_cm.__aexit__(None, None, None)
+        return None
 
     # -- basics -------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from ._config import EntryInfo, validate_config
 from ._disposer import Disposer
 from ._errors import InactiveContextError
 from ._events import Listener
+from ._runtime import wait_settled
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -298,9 +299,7 @@ class Fiber:
 
     async def _wait_for_dependents(self) -> None:
         for key in self.provides:
-            waiting = self.runtime.notify(key)
-            if waiting is not None:
-                await waiting
+            await wait_settled(self.runtime.notify(key))
 
     async def _teardown(self) -> None:
         for exc in await self.dispose_effects():

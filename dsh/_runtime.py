@@ -15,7 +15,7 @@ from ._events import EventBus
 if TYPE_CHECKING:
     from ._fiber import Fiber
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "wait_settled"]
 
 _log = logging.getLogger("dsh")
 
@@ -110,7 +110,8 @@ class Runtime:
     def remove_service(self, key: str, fiber: Fiber) -> Awaitable[None] | None:
         del self._slots[key]
         fiber.provides.remove(key)
-        return self.notify(key)
+        moving = self.notify(key)
+        return wait_settled(moving) if moving else None
 
     def depend(self, fiber: Fiber, keys: tuple[str, ...]) -> None:
         for key in keys:
@@ -120,21 +121,16 @@ class Runtime:
         for key in keys:
             self._dependents[key].discard(fiber)
 
-    def notify(self, key: str) -> Awaitable[None] | None:
+    def notify(self, key: str) -> list[Fiber]:
         """Tell the fibers injecting ``key`` that its provider changed.
 
-        Returns an awaitable that waits for the ones that started a transition.
+        Returns the ones that started (or are in) a transition.
         """
-        moving: list[Fiber] = []
-        for fiber in list(self._dependents.get(key, ())):
-            if fiber.refresh():
-                moving.append(fiber)
-        if not moving:
-            return None
-        return _wait_all(moving)
+        return [fiber for fiber in list(self._dependents.get(key, ())) if fiber.refresh()]
 
 
-async def _wait_all(fibers: list[Fiber]) -> None:
+async def wait_settled(fibers: list[Fiber]) -> None:
+    """Wait, shielded, until every fiber in ``fibers`` has settled."""
     with anyio.CancelScope(shield=True):
         for fiber in fibers:
             await fiber.settled()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,11 @@ def _as_message(message: str | Message) -> Message:
     if isinstance(message, str):
         return Message.user(message)
     raise AgentError(f"an agent message must be a str or a dsh_llm.Message, got {message!r}")
+
+
+def _returning(value: Any) -> Callable[[], Any]:
+    """The innermost step of a waterfall: hand back the seeded value."""
+    return lambda: value
 
 
 def _error_reason(error: BaseException) -> dict[str, Any]:
@@ -190,7 +196,7 @@ class LoopAgent:
             pending.extend(self._steering)
             self._steering.clear()
             messages: list[Message] = await ctx.waterfall(
-                "agent/pre-step", self, pending, turn, step, inner=lambda: pending, scope=self
+                "agent/pre-step", self, pending, turn, step, inner=_returning(pending), scope=self
             )
             for message in messages:
                 session.append("user/message", {"turn": turn, "message": message.to_json()})
@@ -208,7 +214,7 @@ class LoopAgent:
                 step=step,
             )
             request = await ctx.waterfall(
-                "agent/request", self, request, inner=lambda: request, scope=self
+                "agent/request", self, request, inner=_returning(request), scope=self
             )
             if not request.model:
                 raise AgentError(
