@@ -364,6 +364,25 @@ async def test_tool_schemas_are_copied_to_plain_schemas() -> None:
         assert tool == ToolSchema(name="echo", description="d", parameters={"type": "object"})
 
 
+async def test_non_json_parameter_values_are_still_deep_copied() -> None:
+    # JSON-shaped schemas take the fast copy; anything else falls back to deepcopy.
+    class Marker:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+    marker = Marker()
+    async with dsh.Context() as root:
+        sp = await start(root)
+        schema = ToolSchema(name="echo", description="d", parameters={"x": [marker]})
+        sp.tools(lambda c: ToolProviderResult(schemas=[schema]))
+        (tool,) = (await sp.assemble()).tools
+        copied = tool.parameters["x"][0]
+        assert isinstance(copied, Marker)
+        assert copied is not marker
+        copied.seen.append("mutated")
+        assert marker.seen == []
+
+
 # --- the system-prompt/assemble waterfall ---------------------------------------------------
 
 

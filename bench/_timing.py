@@ -1,0 +1,53 @@
+"""Timing helpers shared by the benchmarks: interleaved rounds, medians, ratios."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+
+__all__ = ["Row", "measure", "measure_async", "print_table"]
+
+Row = tuple[str, dict[str, float]]
+
+
+def _per_op(samples: list[float], ops: int) -> float:
+    return statistics.median(samples) / ops
+
+
+def measure(fns: dict[str, Callable[[], object]], ops: int, rounds: int) -> dict[str, float]:
+    """Median seconds per op of each fn (each call does ``ops`` ops), interleaved."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: _per_op(s, ops) for name, s in samples.items()}
+
+
+async def measure_async(
+    fns: dict[str, Callable[[], Awaitable[object]]], ops: int, rounds: int
+) -> dict[str, float]:
+    """Like :func:`measure` for coroutine functions, awaited in the running loop."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            await fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: _per_op(s, ops) for name, s in samples.items()}
+
+
+def print_table(title: str, columns: list[str], rows: list[Row], baseline: str, unit: str) -> None:
+    """Print one table: a row per impl, a column per parameter, ``value (ratio)``."""
+    scale = {"us": 1e6, "ms": 1e3}[unit]
+    base = dict(rows)[baseline]
+    width = max(len(name) for name, _ in rows)
+    print(f"\n{title}  [{unit} per op; (x) = ratio to {baseline}]")
+    print(" " * width + "".join(f"{c:>22}" for c in columns))
+    for name, values in rows:
+        cells = "".join(
+            f"{values[c] * scale:>13.3f} ({values[c] / base[c]:>5.2f}x)" for c in columns
+        )
+        print(f"{name:<{width}}{cells}")
