@@ -6,7 +6,7 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 
-__all__ = ["Row", "measure", "measure_async", "print_table"]
+__all__ = ["Row", "measure", "measure_async", "print_table", "sample_async"]
 
 Row = tuple[str, dict[str, float]]
 
@@ -26,16 +26,32 @@ def measure(fns: dict[str, Callable[[], object]], ops: int, rounds: int) -> dict
     return {name: _per_op(s, ops) for name, s in samples.items()}
 
 
-async def measure_async(
-    fns: dict[str, Callable[[], Awaitable[object]]], ops: int, rounds: int
-) -> dict[str, float]:
-    """Like :func:`measure` for coroutine functions, awaited in the running loop."""
+async def sample_async(
+    fns: dict[str, Callable[[], Awaitable[object]]],
+    rounds: int,
+    check: Callable[[str, object], None] | None = None,
+) -> dict[str, list[float]]:
+    """Seconds per call of each coroutine fn, ``rounds`` samples each, interleaved.
+
+    ``check(name, result)`` sees each call's result after the clock stops (untimed), so
+    a benchmark can assert its workload without paying for the assertion.
+    """
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
             start = time.perf_counter()
-            await fn()
+            result = await fn()
             samples[name].append(time.perf_counter() - start)
+            if check is not None:
+                check(name, result)
+    return samples
+
+
+async def measure_async(
+    fns: dict[str, Callable[[], Awaitable[object]]], ops: int, rounds: int
+) -> dict[str, float]:
+    """Like :func:`measure` for coroutine functions, awaited in the running loop."""
+    samples = await sample_async(fns, rounds)
     return {name: _per_op(s, ops) for name, s in samples.items()}
 
 
@@ -45,9 +61,13 @@ def print_table(title: str, columns: list[str], rows: list[Row], baseline: str, 
     base = dict(rows)[baseline]
     width = max(len(name) for name, _ in rows)
     print(f"\n{title}  [{unit} per op; (x) = ratio to {baseline}]")
-    print(" " * width + "".join(f"{c:>22}" for c in columns))
+    print(" " * width + "".join(f"{c:>24}" for c in columns))
     for name, values in rows:
         cells = "".join(
-            f"{values[c] * scale:>13.3f} ({values[c] / base[c]:>5.2f}x)" for c in columns
+            f"{values[c] * scale:>13.3f} ({_ratio(values[c] / base[c])}x)" for c in columns
         )
         print(f"{name:<{width}}{cells}")
+
+
+def _ratio(ratio: float) -> str:
+    return f"{ratio:>7.2f}" if ratio < 1000 else f"{ratio:>7.0f}"

@@ -63,7 +63,9 @@ def create_scope(ctx: Context, key: object) -> Scope:
     live = _LIVE.setdefault(ctx.fiber.runtime, {})
     if id(key) in live:
         raise ScopeError(f"scope {key!r} is already live; dispose it before creating another")
-    fiber = ctx.scoped(key)._plugin(_scope_fiber, name=f"scope:{key!r}")
+    # One stable name for every scope fiber: a name per key would create a logger per
+    # key, and the logging module keeps every logger for the life of the process.
+    fiber = ctx.scoped(key)._plugin(_scope_fiber, name="scope")
     scope = Scope(key, fiber)
     live[id(key)] = scope
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -47,7 +46,7 @@ class _Entry:
     """A registered tool with the JSON Schema computed once at registration."""
 
     tool: Tool[Any]
-    schema: dict[str, Any]
+    schema: ToolSchema
 
 
 @dataclass(frozen=True)
@@ -191,7 +190,8 @@ class Tools(Service):
             raise ToolRegistrationError(
                 f'tool "{name}" parameters have no JSON Schema: {exc}'
             ) from exc
-        return self._add(ctx, "tools", name, _Entry(tool, schema), f"tool {name}")
+        entry = _Entry(tool, ToolSchema(name=name, description=tool.description, parameters=schema))
+        return self._add(ctx, "tools", name, entry, f"tool {name}")
 
     def restrict(
         self, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
@@ -252,14 +252,9 @@ class Tools(Service):
 
     def _provide(self, context: AssembleContext) -> ToolProviderResult:
         layer = self._scope_layer(context.scope)
-        schemas = [
-            ToolSchema(
-                name=entry.tool.name,
-                description=entry.tool.description,
-                parameters=copy.deepcopy(entry.schema),
-            )
-            for entry in self._visible(layer)
-        ]
+        # The system prompt copies every schema into each assembly, so the cached
+        # schema objects are handed over as they are.
+        schemas = [entry.schema for entry in self._visible(layer)]
         known = list(self._global.tools)
         if layer is not None:
             known.extend(name for name in layer.tools if name not in self._global.tools)

@@ -344,10 +344,13 @@ async def test_schema_is_computed_once() -> None:
             "title": "Counted",
             "type": "object",
         }
-        first["properties"]["path"]["type"] = "mutated"
-        second = view(tools).schemas[0].parameters
-        assert second["properties"]["path"]["type"] == "string"
-        await root.system_prompt.assemble()
+        # The provider hands out its cached schema; each assembly copies it.
+        assert view(tools).schemas[0] is view(tools).schemas[0]
+        assembled = (await root.system_prompt.assemble()).tools[0].parameters
+        assembled["properties"]["path"]["type"] = "mutated"
+        again = (await root.system_prompt.assemble()).tools[0].parameters
+        assert again["properties"]["path"]["type"] == "string"
+        assert first["properties"]["path"]["type"] == "string"
         await tools.execute("read", '{"path": "x"}', ToolCall(id="c1"))
         assert calls == [1]
 
