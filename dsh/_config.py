@@ -66,9 +66,7 @@ def _unknown_keys(
             known = set(fields)
             known.update(f.alias for f in fields.values() if f.alias)
             out.extend(
-                ((*loc, key), "Extra inputs are not permitted")
-                for key in raw
-                if key not in known
+                ((*loc, key), "Extra inputs are not permitted") for key in raw if key not in known
             )
         for name, field in fields.items():
             key = field.alias if field.alias and field.alias in raw else name

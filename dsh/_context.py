@@ -34,7 +34,7 @@ class Context:
         rt = Runtime()
         self._rt = rt
         self.scope: object = None
-        root = Fiber(rt, None, None, None, None)
+        root = Fiber(rt, None, None, None)
         self._fiber = root
         root.ctx = self
         root.dispose = Disposer(root, "root")
@@ -139,7 +139,7 @@ class Context:
                 rt.plugin_specs[key] = (plugin, spec)
         if spec.hookspecs is not None:
             rt.events.add_hookspecs(spec.hookspecs)
-        fiber = Fiber(rt, parent, spec, config, self.scope, entry)
+        fiber = Fiber(rt, parent, spec, config, scope=self.scope, entry=entry)
         fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")
         rt.depend(fiber, spec.inject)
         if fiber._epoch() is not None:
@@ -156,7 +156,7 @@ class Context:
             d._discard()
             raise
         if d._start(result):
-            self._rt.spawn(functools.partial(d._setup_async, result))
+            self._rt.spawn(functools.partial(d._setup_in_background, result))
         return d
 
     def task(
@@ -175,7 +175,9 @@ class Context:
                     with scope:
                         await fn(*args)
                 except Exception as exc:
-                    fiber.logger.error("task %r failed", d.label, exc_info=exc)
+                    fiber.logger.error(
+                        'plugin "%s": task %r failed', fiber.name, d.label, exc_info=exc
+                    )
                 finally:
                     done.set()
 

@@ -44,7 +44,6 @@ class Disposer:
     __slots__ = (
         "__weakref__",
         "_done",
-        "_draining",
         "_errors",
         "_fiber",
         "_orphaned",
@@ -65,7 +64,6 @@ class Disposer:
         self._undo: list[Callable[[], object]] = []
         self._phase = _SETUP
         self._top = False
-        self._draining = False
         self._setup_scope: anyio.CancelScope | None = None
         self._setup_done: anyio.Event | None = None
         self._setup_error: Exception | None = None
@@ -82,8 +80,10 @@ class Disposer:
 
     def __call__(self) -> Awaitable[None]:
         """Start undoing the effect; the result completes when the unwind has finished."""
-        if self._phase >= _UNWINDING or self._fiber.runtime.closed:
+        runtime = self._fiber.runtime
+        if self._phase >= _UNWINDING or runtime.closed:
             return _Unwind(self, owner=False)
+        runtime.require_open()
         if self._begin():
             self._continue_in_background()
         return _Unwind(self, owner=True)
@@ -107,7 +107,7 @@ class Disposer:
                 f"effect {self.label!r} of plugin {self._fiber.name!r} produced "
                 f"{type(item).__name__!r}, expected a disposer (a callable)"
             )
-        if type(item) is Disposer and item._top and item._fiber is self._fiber:
+        if isinstance(item, Disposer) and item._top and item._fiber is self._fiber:
             # The exact disposer of a sibling effect: adopt it, so it is undone at its
             # position inside this composite instead of concurrently beside it.
             item._top = False
@@ -117,10 +117,10 @@ class Disposer:
     def _start(self, result: EffectBody) -> bool:
         """Interpret a body's result; True when an asynchronous setup must follow."""
         if result is None:
-            self._settle_sync()
+            self._settle()
         elif callable(result):
             self._collect(result)
-            self._settle_sync()
+            self._settle()
         elif inspect.isgenerator(result):
             self._drain(result)
         elif inspect.isasyncgen(result) or inspect.isawaitable(result):
@@ -135,36 +135,35 @@ class Disposer:
             )
         return False
 
-    def _settle_sync(self) -> None:
-        if self._phase == _SETUP:
-            self._phase = _READY
-            if not self._undo:
-                self._discard()
-        elif self._begin():  # disposed while the body was still running
-            self._continue_in_background()
+    def _settle(self) -> None:
+        """The setup finished while nobody was undoing the effect."""
+        self._phase = _READY
+        if not self._undo:
+            self._discard()
 
     def _discard(self) -> None:
         """Forget an effect that holds nothing to undo."""
         if self._top:
             self._top = False
             del self._fiber._effects[self]
-        if self._phase < _UNWINDING:
-            self._phase = _DONE
+        self._phase = _DONE
 
     def _drain(self, gen: Generator[Any, Any, Any]) -> None:
-        self._draining = True
         try:
             for item in gen:
                 self._collect(item)
         except BaseException:
             gen.close()
-            self._draining = False
-            self._phase = _READY
+            self._rollback()
             if self._begin():
                 self._continue_in_background()
             raise
-        self._draining = False
-        self._settle_sync()
+        self._settle()
+
+    def _rollback(self) -> None:
+        """Prepare to undo a failed setup; nobody awaits that unwind, so log its errors."""
+        self._phase = _READY
+        self._orphaned = True
 
     async def _setup_async(self, result: Any) -> None:
         """Drive an awaitable or async-generator body; dispose cancels it."""
@@ -188,14 +187,22 @@ class Disposer:
             done.set()
         if self._phase == _SETUP:
             if self._setup_error is None:
-                self._settle_sync()
+                self._settle()
             else:
-                self._phase = _READY
-                self._fiber.logger.error(
-                    "setup of effect %r failed", self.label, exc_info=self._setup_error
-                )
+                self._rollback()
                 if self._begin():
                     await self._finish_inline()
+
+    async def _setup_in_background(self, result: Any) -> None:
+        """The async setup of an effect created by ``ctx.effect``: failures are logged."""
+        await self._setup_async(result)
+        if self._setup_error is not None:
+            self._fiber.logger.error(
+                'plugin "%s": setup of effect %r failed',
+                self._fiber.name,
+                self.label,
+                exc_info=self._setup_error,
+            )
 
     async def _drain_async(self, agen: AsyncGenerator[Any, Any]) -> None:
         async with aclosing(agen):
@@ -210,29 +217,27 @@ class Disposer:
         if self._top:
             self._top = False
             del self._fiber._effects[self]
-        if self._draining:
-            return False  # the body is still yielding: _settle_sync picks this up
-        if self._setup_done is not None and not self._setup_done.is_set():
+        done = self._setup_done
+        if done is not None and not done.is_set():
             if self._setup_scope is not None:
                 self._setup_scope.cancel()
             return True
         return self._run_sync()
 
     def _run_sync(self) -> bool:
+        """Undo LIFO until a step is asynchronous (True: ``_pending`` holds it)."""
         undo = self._undo
         while undo:
             fn = undo.pop()
-            if type(fn) is Disposer:
-                if fn._phase >= _UNWINDING:
-                    if fn._phase != _DONE:
-                        self._pending = fn
-                        return True
+            if isinstance(fn, Disposer):
+                if fn._phase < _UNWINDING:
+                    if not fn._begin():
+                        self._errors.extend(fn._errors)
+                        continue
+                elif fn._phase == _DONE:
                     continue
-                if fn._begin():
-                    self._pending = fn
-                    return True
-                self._errors.extend(fn._errors)
-                continue
+                self._pending = fn
+                return True
             try:
                 result = fn()
             except Exception as exc:
@@ -249,18 +254,15 @@ class Disposer:
         with anyio.CancelScope(shield=True):
             if self._setup_done is not None:
                 await self._setup_done.wait()
-                if not self._undo and self._pending is None:
-                    self._complete()
-                    return
             while True:
                 pending = self._pending
                 self._pending = None
-                if type(pending) is Disposer:
-                    if not pending._running:
+                if isinstance(pending, Disposer):
+                    if pending._running:
+                        await pending._wait_done()
+                    else:
                         await pending._finish_inline()
                         self._errors.extend(pending._errors)
-                    else:
-                        await pending._wait_done()
                 elif pending is not None:
                     try:
                         await pending  # type: ignore[misc]  # checked by isawaitable
@@ -293,7 +295,8 @@ class Disposer:
             self._report()
 
     async def _wait_done(self) -> None:
-        if self._phase != _DONE:
+        # After the root has exited nothing is in flight any more (and nothing will be).
+        if self._phase != _DONE and not self._fiber.runtime.closed:
             if self._done is None:
                 self._done = anyio.Event()
             with anyio.CancelScope(shield=True):
@@ -302,7 +305,10 @@ class Disposer:
     def _report(self) -> None:
         for exc in self._errors:
             self._fiber.logger.error(
-                "error while disposing effect %r", self.label, exc_info=exc
+                'plugin "%s": error while disposing effect %r',
+                self._fiber.name,
+                self.label,
+                exc_info=exc,
             )
 
 

@@ -13,6 +13,7 @@ __all__ = [
     "ConfigError",
     "DeploymentError",
     "DshError",
+    "EventUsageError",
     "InactiveContextError",
     "InvalidEffectError",
     "InvalidPluginError",
@@ -85,3 +86,14 @@ class UnknownEventError(DshError, LookupError):
     """An event name that no hookspec declares was listened to or dispatched."""
 
     code = "UNKNOWN_EVENT"
+
+
+class EventUsageError(DshError, TypeError):
+    """An event was dispatched or answered the wrong way.
+
+    The wrong number of arguments, ``waterfall`` on an event that is not one, an async
+    listener reached by the synchronous ``emit``/``bail``, a waterfall listener that
+    returned ``None`` or called ``call_next`` twice.
+    """
+
+    code = "EVENT_USAGE"

@@ -8,13 +8,14 @@ no scopes, no async and no waterfall (see ``docs/rfc/0002``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
 import anyio
 import pluggy
 
-from ._errors import UnknownEventError
+from ._errors import EventUsageError, UnknownEventError
 
 __all__ = ["ALL_SCOPES", "EventBus", "Listener", "hookimpl", "hookspec"]
 
@@ -103,7 +104,7 @@ class Event:
 
     def check_args(self, args: tuple[Any, ...]) -> None:
         if len(args) != len(self.argnames):
-            raise TypeError(
+            raise EventUsageError(
                 f'event "{self.name}" takes {len(self.argnames)} argument(s) '
                 f"({', '.join(self.argnames) or 'none'}), got {len(args)}"
             )
@@ -114,11 +115,11 @@ class EventBus:
 
     def __init__(self) -> None:
         self.pm = pluggy.PluginManager("dsh")
-        self._specs: set[object] = set()
+        self._specs: set[type | ModuleType] = set()
         self._by_hook: dict[str, Event] = {}
         self._by_name: dict[str, Event] = {}
 
-    def add_hookspecs(self, spec: object) -> None:
+    def add_hookspecs(self, spec: type | ModuleType) -> None:
         """Declare the events of a hookspec class or module (idempotent)."""
         if spec in self._specs:
             return
@@ -150,9 +151,7 @@ class EventBus:
         ev = self.event(name)
         ev.check_args(args)
         errors: list[Exception] = []
-        for listener in ev.listeners():
-            if scope is not ALL_SCOPES and listener.scope is not None and listener.scope is not scope:
-                continue
+        for listener in _heard_by(ev, scope):
             try:
                 _call_sync(listener, args, name, "emit")
             except Exception as exc:
@@ -165,9 +164,7 @@ class EventBus:
     def bail(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
         ev = self.event(name)
         ev.check_args(args)
-        for listener in ev.listeners():
-            if scope is not ALL_SCOPES and listener.scope is not None and listener.scope is not scope:
-                continue
+        for listener in _heard_by(ev, scope):
             result = _call_sync(listener, args, name, "bail")
             if result is not None:
                 return result
@@ -176,9 +173,7 @@ class EventBus:
     async def serial(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
         ev = self.event(name)
         ev.check_args(args)
-        for listener in ev.listeners():
-            if scope is not ALL_SCOPES and listener.scope is not None and listener.scope is not scope:
-                continue
+        for listener in _heard_by(ev, scope):
             result = listener.call(args)
             if result is not None and inspect.isawaitable(result):
                 result = await result
@@ -189,11 +184,7 @@ class EventBus:
     async def parallel(self, name: str, args: tuple[Any, ...], scope: object) -> None:
         ev = self.event(name)
         ev.check_args(args)
-        chosen = [
-            listener
-            for listener in ev.listeners()
-            if scope is ALL_SCOPES or listener.scope is None or listener.scope is scope
-        ]
+        chosen = list(_heard_by(ev, scope))
         errors: list[Exception] = []
 
         async def run(listener: Listener) -> None:
@@ -219,22 +210,25 @@ class EventBus:
     ) -> Any:
         ev = self.event(name)
         if not ev.waterfall:
-            raise TypeError(
+            raise EventUsageError(
                 f'event "{name}" is not a waterfall: its hookspec must end with a '
                 "call_next parameter"
             )
         ev.check_args(args)
-        chain = [
-            listener
-            for listener in ev.listeners()
-            if scope is ALL_SCOPES or listener.scope is None or listener.scope is scope
-        ]
+        chain = list(_heard_by(ev, scope))
         return await _Chain(name, args, chain, inner).run(0)
+
+
+def _heard_by(ev: Event, scope: object) -> Iterator[Listener]:
+    """The listeners of ``ev`` a dispatch with ``scope`` reaches, in order."""
+    if scope is ALL_SCOPES:
+        return iter(ev.listeners())
+    return (lis for lis in ev.listeners() if lis.scope is None or lis.scope is scope)
 
 
 def _call_sync(listener: Listener, args: tuple[Any, ...], name: str, mode: str) -> Any:
     if listener.is_async:
-        raise TypeError(
+        raise EventUsageError(
             f'async listener {_describe(listener.fn)} of event "{name}" cannot run in '
             f"{mode}(), which is synchronous; dispatch with serial() or parallel()"
         )
@@ -243,7 +237,7 @@ def _call_sync(listener: Listener, args: tuple[Any, ...], name: str, mode: str) 
         close = getattr(result, "close", None)
         if close is not None:
             close()
-        raise TypeError(
+        raise EventUsageError(
             f'listener {_describe(listener.fn)} of event "{name}" returned an awaitable '
             f"in {mode}(), which is synchronous; dispatch with serial() or parallel()"
         )
@@ -281,7 +275,7 @@ class _Chain:
         if result is not None and inspect.isawaitable(result):
             result = await result
         if result is None and (not nxt.called or nxt.value is not None):
-            raise TypeError(
+            raise EventUsageError(
                 f'waterfall listener {_describe(listener.fn)} of event "{self.name}" '
                 "returned None; return the (possibly replaced) value or await call_next()"
             )
@@ -302,7 +296,7 @@ class _Next:
 
     async def __call__(self) -> Any:
         if self.called:
-            raise RuntimeError(
+            raise EventUsageError(
                 f"waterfall listener {_describe(self.listener.fn)} of event "
                 f'"{self.chain.name}" called call_next() twice'
             )

@@ -8,10 +8,11 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import pluggy
 
 from ._config import EntryInfo, validate_config
-from ._disposer import Disposer
-from ._errors import InactiveContextError
+from ._disposer import _UNWINDING, Disposer
+from ._errors import DshError, InactiveContextError, InvalidPluginError
 from ._events import Listener
 from ._runtime import wait_settled
 
@@ -51,7 +52,8 @@ class Fiber:
         parent: Fiber | None,
         spec: PluginSpec | None,
         raw_config: Any,
-        scope: object,
+        *,
+        scope: object = None,
         entry: EntryInfo | None = None,
     ) -> None:
         from ._context import Context
@@ -120,9 +122,19 @@ class Fiber:
         return d
 
     async def dispose_effects(self) -> list[Exception]:
-        """Undo every top-level effect: sync parts in reverse order, async concurrently."""
-        effects = list(reversed(self._effects))
-        pending = [d for d in effects if d._phase < 2 and d._begin()]
+        """Undo every top-level effect: sync parts in reverse order, async concurrently.
+
+        Returns the errors of the unwinds this call started; the in-flight unwinds it
+        waits for report to whoever started them.
+        """
+        began: list[Disposer] = []
+        pending: list[Disposer] = []
+        for d in reversed(list(self._effects)):
+            # A sibling's synchronous disposer may already have started this one.
+            if d._phase < _UNWINDING:
+                began.append(d)
+                if d._begin():
+                    pending.append(d)
         waiting = list(self._inflight)
         with anyio.CancelScope(shield=True):
             if len(pending) == 1 and not waiting:
@@ -133,7 +145,7 @@ class Fiber:
                         tg.start_soon(d._finish_inline)
                     for d in waiting:
                         tg.start_soon(d._wait_done)
-        return [exc for d in effects for exc in d._errors]
+        return [exc for d in began for exc in d._errors]
 
     def register_hookimpls(self, instance: object) -> None:
         """Register ``instance``'s ``@hookimpl`` methods while this fiber is active."""
@@ -142,7 +154,12 @@ class Fiber:
         scope = self.ctx.scope
 
         def body() -> Any:
-            pm.register(instance, name=f"{self.name}#{self.uid}")
+            try:
+                pm.register(instance, name=f"{self.name}#{self.uid}")
+            except pluggy.PluginValidationError as exc:
+                raise InvalidPluginError(
+                    f'invalid @hookimpl on plugin "{self.name}": {exc}'
+                ) from exc
             added = []
             try:
                 for caller in pm.get_hookcallers(instance) or ():
@@ -262,8 +279,6 @@ class Fiber:
         try:
             with anyio.CancelScope() as scope:
                 self._load_scope = scope
-                if self._disposed:
-                    scope.cancel()
                 self.config = validate_config(
                     self.spec.config_model, self._raw, self.name, self.entry
                 )
@@ -277,6 +292,7 @@ class Fiber:
             self.error = exc
             self._failed = epoch
             self.logger.error("plugin %r failed to start", self.name, exc_info=exc)
+            self._set_state(FiberState.UNLOADING)
             await self._teardown()
             self._loaded = None
             self._set_state(FiberState.FAILED)
@@ -303,7 +319,7 @@ class Fiber:
 
     async def _teardown(self) -> None:
         for exc in await self.dispose_effects():
-            self.logger.error("error while disposing plugin %r", self.name, exc_info=exc)
+            self.logger.error('plugin "%s": error while disposing it', self.name, exc_info=exc)
 
     def _forget(self) -> None:
         if self.spec is not None:
@@ -323,9 +339,14 @@ class Fiber:
         self.refresh()
         return self.settled()
 
+    def _check_plugin(self, action: str) -> None:
+        self.check_alive()
+        if self.spec is None:
+            raise DshError(f"the root fiber cannot be {action}: it runs no plugin")
+
     async def restart(self) -> Fiber:
         """Unload and load again (a FAILED fiber retries); raises if it ends FAILED."""
-        self.check_alive()
+        self._check_plugin("restarted")
         if self._loaded is not None:
             self._loaded = _STALE
         self._failed = _NEVER
@@ -339,9 +360,9 @@ class Fiber:
         fiber keeps running on its old config. On a PENDING or FAILED fiber the config
         is stored and activation is retried.
         """
-        self.check_alive()
+        self._check_plugin("updated")
+        assert self.spec is not None
         if self.state is FiberState.ACTIVE:
-            assert self.spec is not None
             validate_config(self.spec.config_model, config, self.name, self.entry)
         self._raw = config
         return await self.restart()

@@ -35,7 +35,7 @@ class Plugin:
     #: Service keys that must be provided before the plugin activates.
     inject: ClassVar[tuple[str, ...] | list[str]] = ()
     #: A hookspec class declaring the events this plugin owns.
-    hookspecs: ClassVar[object | None] = None
+    hookspecs: ClassVar[type | ModuleType | None] = None
 
     def __init__(self, ctx: Context, config: Any) -> None:
         self.ctx = ctx
@@ -101,7 +101,7 @@ class PluginSpec:
     name: str
     config_model: type[BaseModel] | None
     inject: tuple[str, ...]
-    hookspecs: object | None
+    hookspecs: type | ModuleType | None
     run: Callable[[Fiber, Context, Any], EffectBody]
 
 
@@ -115,13 +115,18 @@ def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
             raise InvalidPluginError(
                 f"invalid plugin {obj.__qualname__}: a class plugin must subclass dsh.Plugin"
             )
+        if issubclass(obj, Service) and not isinstance(getattr(obj, "key", None), str):
+            raise InvalidPluginError(
+                f"invalid plugin {obj.__qualname__}: a dsh.Service subclass must set "
+                'the class attribute key = "<ctx attribute>"'
+            )
         run = _class_runner(obj)
-        default = obj.__name__
-    elif inspect.isfunction(obj) or inspect.ismethod(obj):
-        run = _function_runner(obj)
         default = obj.__name__
     elif callable(getattr(obj, "apply", None)):
         run = _function_runner(obj.apply)  # type: ignore[attr-defined]  # checked above
+        default = getattr(obj, "__name__", None) or type(obj).__name__
+    elif callable(obj):
+        run = _function_runner(obj)
         default = getattr(obj, "__name__", None) or type(obj).__name__
     else:
         raise InvalidPluginError(

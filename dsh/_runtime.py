@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -16,8 +15,6 @@ if TYPE_CHECKING:
     from ._fiber import Fiber
 
 __all__ = ["Runtime", "wait_settled"]
-
-_log = logging.getLogger("dsh")
 
 
 class _Provision:
@@ -56,7 +53,7 @@ class Runtime:
             )
         return tg
 
-    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run ``fn`` in the root task group; it must handle its own errors."""
         self.require_open().start_soon(fn)
 

@@ -1,4 +1,4 @@
-"""The ``dsh`` command line: ``check``, ``prompt`` and ``plugins``."""
+"""The ``dsh`` command line: ``run``, ``check``, ``prompt`` and ``plugins``."""
 
 from __future__ import annotations
 
@@ -43,59 +43,139 @@ def _configure_logging(verbose: bool) -> None:
     logger.propagate = False
 
 
-async def _model_view(root: Context) -> tuple[str, list[Any]] | None:
-    """The rendered system prompt and the ordered tools, or None without a prompt."""
-    prompt = root.get("system_prompt")
-    if prompt is None:
-        return None
+class _UsageError(Exception):
+    """A command-line mistake (such as an unknown ``--agent``): printed, exit 1."""
+
+
+def _select_agents(root: Context, agent_id: str | None, *, every: bool) -> list[Any]:
+    """The agents a command looks at; ``[]`` means the global view.
+
+    With ``agent_id``: that agent (unknown: :class:`_UsageError` listing the known
+    ids). Without: every declared agent when ``every`` (check), else the only one
+    when exactly one exists (prompt, run).
+    """
+    agents = root.get("agents")
+    known: list[Any] = [] if agents is None else agents.list()
+    if agent_id is not None:
+        for agent in known:
+            if agent.id == agent_id:
+                return [agent]
+        ids = ", ".join(f'"{a.id}"' for a in known) or "(none)"
+        raise _UsageError(f'unknown agent "{agent_id}"; known agents: {ids}')
+    if every or len(known) == 1:
+        return known
+    return []
+
+
+async def _model_view(root: Context, agent: Any = None) -> tuple[str, list[Any]]:
+    """The rendered system prompt and the ordered tools ``agent`` (None: the global
+    view) would get now; the caller checks that a system prompt is loaded."""
     from dsh_system_prompt import render_prompt
 
-    assembly = await prompt.assemble()
+    context = None if agent is None else root.agents.assemble_context_for(agent)
+    assembly = await root.system_prompt.assemble(context)
     return render_prompt(assembly), assembly.tools
 
 
-async def _check(path: Path) -> int:
+async def _check(path: Path, agent_id: str | None) -> int:
     async with Context() as root:
         try:
             deployment = await load_deployment(path, root)
-        except DshError as exc:
+            chosen = _select_agents(root, agent_id, every=True)
+        except (DshError, _UsageError) as exc:
             print(exc, file=sys.stderr)
             return 1
-        try:
-            view = await _model_view(root)
-        except DshError as exc:
-            print(f"{path}: the system prompt does not render: {exc}", file=sys.stderr)
-            return 1
         count = len(deployment.instance.fibers)
-        rendered = "" if view is None else f", prompt renders ({len(view[1])} tools)"
-        print(f"{path}: ok ({count} plugin entries active{rendered})")
+        if root.get("system_prompt") is None:
+            print(f"{path}: ok ({count} plugin entries active)")
+            return 0
+        failures: list[str] = []
+        rendered: list[str] = []
+        for agent in chosen or [None]:
+            of = "" if agent is None else f' of agent "{agent.id}"'
+            try:
+                _, tools = await _model_view(root, agent)
+            except DshError as exc:
+                failures.append(f"{path}: the system prompt{of} does not render: {exc}")
+                continue
+            name = "" if agent is None else f'"{agent.id}" '
+            rendered.append(f"{name}({len(tools)} tools)")
+        if failures:
+            print("\n".join(failures), file=sys.stderr)
+            return 1
+        views = "" if not chosen else " for agents" if len(chosen) > 1 else " for agent"
+        print(
+            f"{path}: ok ({count} plugin entries active, prompt renders{views} "
+            f"{', '.join(rendered)})"
+        )
         return 0
 
 
-async def _prompt(path: Path, as_json: bool) -> int:
+async def _prompt(path: Path, as_json: bool, agent_id: str | None) -> int:
     async with Context() as root:
         try:
             await load_deployment(path, root)
-            view = await _model_view(root)
-        except DshError as exc:
+            chosen = _select_agents(root, agent_id, every=False)
+        except (DshError, _UsageError) as exc:
             print(exc, file=sys.stderr)
             return 1
-        if view is None:
+        if root.get("system_prompt") is None:
             print(f"{path}: no system-prompt plugin is loaded", file=sys.stderr)
             return 1
-        text, tools = view
+        agent = chosen[0] if chosen else None
+        try:
+            text, tools = await _model_view(root, agent)
+        except DshError as exc:
+            print(exc, file=sys.stderr)
+            known = _select_agents(root, None, every=True)
+            if agent is None and known:
+                ids = ", ".join(f'"{a.id}"' for a in known)
+                print(
+                    f"(that is the global view; choose an agent with --agent: {ids})",
+                    file=sys.stderr,
+                )
+            return 1
         listed = [
             {"name": t.name, "description": t.description, "parameters": t.parameters}
             for t in tools
         ]
         if as_json:
-            print(json.dumps({"system": text, "tools": listed}, indent=2))
+            doc: dict[str, Any] = {"system": text, "tools": listed}
+            if agent is not None:
+                doc["agent"] = agent.id
+            print(json.dumps(doc, indent=2))
             return 0
         print(text)
         print(f"\n--- tools ({len(listed)}) ---")
         for tool in listed:
             print(json.dumps(tool, indent=2))
         return 0
+
+
+async def _run(path: Path, prompt: str | None, agent_id: str | None) -> int:
+    async with Context() as root:
+        try:
+            await load_deployment(path, root)
+            chosen = _select_agents(root, agent_id, every=False)
+        except (DshError, _UsageError) as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        frontend = root.get("frontend")
+        if frontend is None:
+            from dsh_stdio_agent import StdioAgent
+
+            # PENDING (returns at once) when the deployment starts no agents.
+            await root.plugin(StdioAgent)
+            frontend = root.get("frontend")
+            if frontend is None:
+                print(
+                    f"{path}: there is no agent to talk to (the deployment does not load "
+                    "agent-core, or the agents/sessions/system-prompt services)",
+                    file=sys.stderr,
+                )
+                return 1
+        status: int = await frontend.run(agent_id=chosen[0].id if chosen else None, prompt=prompt)
+        return status
 
 
 def _plugins() -> int:
@@ -134,6 +214,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     prompt.add_argument("file", type=Path)
     prompt.add_argument("--json", action="store_true", help="one JSON document")
+    prompt.add_argument("--agent", metavar="ID", help="that agent's view")
+    check.add_argument("--agent", metavar="ID", help="check only that agent's prompt")
+    run = sub.add_parser("run", help="chat with the deployment's agent (REPL, or -p once)")
+    run.add_argument("file", type=Path)
+    run.add_argument("-p", "--prompt", help="send one message, print the answer, exit")
+    run.add_argument("--agent", metavar="ID", help="the agent to talk to")
     sub.add_parser("plugins", help="list installed plugins and their config keys")
     return parser
 
@@ -142,8 +228,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dsh`` command; returns the exit status."""
     args = _parser().parse_args(argv)
     _configure_logging(args.verbose)
-    if args.command == "check":
-        return anyio.run(_check, args.file)
-    if args.command == "prompt":
-        return anyio.run(_prompt, args.file, args.json)
+    try:
+        if args.command == "check":
+            return anyio.run(_check, args.file, args.agent)
+        if args.command == "prompt":
+            return anyio.run(_prompt, args.file, args.json, args.agent)
+        if args.command == "run":
+            return anyio.run(_run, args.file, args.prompt, args.agent)
+    except KeyboardInterrupt:
+        # Ctrl-C before a front-end handles it (while loading the deployment).
+        print("interrupted", file=sys.stderr)
+        return 130
     return _plugins()

@@ -1,16 +1,19 @@
 """Agents: the registry, the factory seam, the handle protocol and agent events.
 
-YAML name ``agents``; service ``AgentRegistry`` at ctx key ``agents``.
+YAML name ``agents``; service ``AgentRegistry`` at ctx key ``agents``. See the README.
 """
 
 from __future__ import annotations
 
 from ._registry import (
     Agent,
+    AgentArgumentError,
     AgentError,
     AgentFactory,
     AgentRegistry,
     AgentSpecs,
+    AgentTypeError,
+    NoModelError,
     StepBlocked,
     assemble_context_for,
 )
@@ -19,10 +22,13 @@ plugin = AgentRegistry
 
 __all__ = [
     "Agent",
+    "AgentArgumentError",
     "AgentError",
     "AgentFactory",
     "AgentRegistry",
     "AgentSpecs",
+    "AgentTypeError",
+    "NoModelError",
     "StepBlocked",
     "assemble_context_for",
     "plugin",

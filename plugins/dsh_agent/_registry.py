@@ -13,24 +13,50 @@ from dsh_system_prompt import AssembleContext
 
 __all__ = [
     "Agent",
+    "AgentArgumentError",
     "AgentError",
     "AgentFactory",
     "AgentRegistry",
     "AgentSpecs",
+    "AgentTypeError",
+    "NoModelError",
     "StepBlocked",
     "assemble_context_for",
 ]
 
 
 class AgentError(DshError, RuntimeError):
-    """An agent could not be registered, created or run as asked."""
+    """An agent could not be registered, created or used as asked: a taken id, no
+    factory or a second one, a message sent to a disposed agent."""
 
     code = "AGENT"
 
 
+class NoModelError(AgentError):
+    """A turn had no model to call: the agent names none and no ``agent/request``
+    listener supplied one."""
+
+    code = "NO_MODEL"
+
+
+class AgentArgumentError(DshError, ValueError):
+    """An agent was given an unusable value: an empty id, a ``max_tokens`` that is not
+    a positive integer, both ``cwd`` and ``session``."""
+
+    code = "AGENT_ARGUMENT"
+
+
+class AgentTypeError(DshError, TypeError):
+    """Something of the wrong type reached an agent: a message that is neither a
+    ``str`` nor a ``dsh_llm.Message``, or a listener of ``agent/pre-step`` or
+    ``agent/request`` that returned the wrong kind of value."""
+
+    code = "AGENT_TYPE"
+
+
 class StepBlocked(DshError, RuntimeError):
     """Raised by an ``agent/pre-step`` listener to refuse a step: the turn ends
-    ``blocked`` with this message and no request is sent."""
+    ``{"kind": "blocked", "message": str(error)}`` and no request is sent."""
 
     code = "STEP_BLOCKED"
 
@@ -40,12 +66,13 @@ class Agent(Protocol):
 
     id: str
     model: str | None
+    max_tokens: int | None
     session: Session
     ctx: Context
 
     @property
     def cwd(self) -> str | None:
-        """The working directory the agent's session was created with."""
+        """The working directory of the agent's session."""
 
     @property
     def status(self) -> str:
@@ -55,10 +82,10 @@ class Agent(Protocol):
         """Queue a message; each queued message starts its own turn."""
 
     def steer(self, message: str | Message) -> None:
-        """Add a message to the running turn's next step (or start a turn when idle)."""
+        """Add a message to the running turn's next step (or queue it when idle)."""
 
     def cancel(self) -> None:
-        """Abort the running turn (recorded as aborted) and drop queued messages."""
+        """Abort the running turn (it ends ``aborted``) and drop queued messages."""
 
     def when_idle(self) -> Awaitable[None]:
         """Wait until no turn runs and nothing is queued."""
@@ -79,6 +106,7 @@ class AgentFactory(Protocol):
         cwd: str | None,
         persona: str | None,
         session: Session | None,
+        max_tokens: int | None,
     ) -> Agent:
         """A new agent owned by ``owner``'s fiber (disposed when that fiber unloads)."""
         ...
@@ -89,7 +117,7 @@ class AgentSpecs:
 
     @hookspec
     def agent_created(self, agent: Agent) -> None:
-        """An agent was registered."""
+        """An agent was registered. A listener that raises vetoes the registration."""
 
     @hookspec
     def agent_disposed(self, agent: Agent) -> None:
@@ -97,11 +125,11 @@ class AgentSpecs:
 
     @hookspec
     def agent_status(self, agent: Agent, status: str) -> None:
-        """The agent went ``"running"`` or ``"idle"``."""
+        """The agent went ``"running"`` or ``"idle"`` (only on a change)."""
 
     @hookspec
     def agent_error(self, agent: Agent, turn: int, step: int, error: BaseException) -> None:
-        """A turn failed; it ended with reason ``error``."""
+        """A turn failed with ``error``; it ends with reason ``error``."""
 
     @hookspec
     def agent_pre_step(
@@ -135,7 +163,12 @@ class AgentRegistry(Service):
         self._factory: list[AgentFactory] = []
 
     def register(self, agent: Agent) -> Disposer:
-        """Make ``agent`` visible by id while the caller lives; returns the exact disposer."""
+        """Make ``agent`` visible by id while the caller lives; returns the exact disposer.
+
+        Emits ``agent/created`` (a listener that raises rolls the registration back and
+        the error reaches the caller) and, on removal, ``agent/disposed``. A taken id
+        raises :class:`AgentError`.
+        """
         if agent.id in self._agents:
             raise AgentError(f'agent "{agent.id}" is already registered')
 
@@ -169,15 +202,23 @@ class AgentRegistry(Service):
         cwd: str | None = None,
         persona: str | None = None,
         session: Session | None = None,
+        max_tokens: int | None = None,
     ) -> Agent:
         """A new agent owned by the calling plugin, made by the factory."""
         if not self._factory:
             raise AgentError("no agent factory registered (load the agent-loop plugin)")
         return self._factory[0].create_agent(
-            self.ctx, id=id, model=model, cwd=cwd, persona=persona, session=session
+            self.ctx,
+            id=id,
+            model=model,
+            cwd=cwd,
+            persona=persona,
+            session=session,
+            max_tokens=max_tokens,
         )
 
     def get(self, agent_id: str) -> Agent | None:
+        """The live agent ``agent_id``, or None."""
         return self._agents.get(agent_id)
 
     def list(self) -> list[Agent]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dsh import Disposer, Plugin
 from dsh_agent import AgentRegistry
-from dsh_agent_loop import AgentLoop, AgentSpec
+from dsh_agent_loop import AgentLoop, AgentSpec, check_unique_ids
 from dsh_llm import Llm
 from dsh_session import Sessions
 from dsh_system_prompt import SystemPrompt
@@ -28,6 +28,11 @@ class AgentCoreConfig(BaseModel):
     tool_order: list[str] | None = None
     agents: list[AgentSpec] = []
     max_parallel_tool_calls: int = Field(default=8, gt=0)
+
+    @field_validator("agents")
+    @classmethod
+    def unique_ids(cls, agents: list[AgentSpec]) -> list[AgentSpec]:
+        return check_unique_ids(agents)
 
 
 class AgentCore(Plugin):

@@ -1,14 +1,25 @@
 """The agent loop: turns, steps, model calls, concurrent tool calls, the backstop.
 
-YAML name ``agent-loop``; registers the ``model`` and ``cwd`` prompt variables.
+YAML name ``agent-loop``; registers the ``model`` and ``cwd`` prompt variables and is
+the agent factory of ``dsh_agent``. See the README.
 """
 
 from __future__ import annotations
 
 from ._agent import LoopAgent
-from ._loop import AgentLoop, AgentLoopConfig, AgentSpec
-from ._tool_calls import run_tool_calls
+from ._loop import AgentLoop, AgentLoopConfig, AgentSpec, check_unique_ids
+from ._tool_calls import ABORTED, ABORTED_BEFORE_DISPATCH, run_tool_calls
 
 plugin = AgentLoop
 
-__all__ = ["AgentLoop", "AgentLoopConfig", "AgentSpec", "LoopAgent", "plugin", "run_tool_calls"]
+__all__ = [
+    "ABORTED",
+    "ABORTED_BEFORE_DISPATCH",
+    "AgentLoop",
+    "AgentLoopConfig",
+    "AgentSpec",
+    "LoopAgent",
+    "check_unique_ids",
+    "plugin",
+    "run_tool_calls",
+]

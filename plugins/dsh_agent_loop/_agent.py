@@ -6,12 +6,19 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from contextlib import aclosing
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from dsh import Context, DshError
-from dsh_agent import AgentError, StepBlocked, assemble_context_for
+from dsh_agent import (
+    AgentError,
+    AgentTypeError,
+    NoModelError,
+    StepBlocked,
+    assemble_context_for,
+)
 from dsh_llm import (
     AssembledMessage,
     BlockAssembler,
@@ -33,13 +40,18 @@ __all__ = ["LoopAgent"]
 
 _log = logging.getLogger("dsh.agent-loop")
 
+#: The agent whose driver runs the current task (tools and listeners inherit it).
+_DRIVING: ContextVar[LoopAgent | None] = ContextVar("dsh_agent_loop_driving", default=None)
 
-def _as_message(message: str | Message) -> Message:
+
+def _as_message(message: object) -> Message:
     if isinstance(message, Message):
         return message
     if isinstance(message, str):
         return Message.user(message)
-    raise AgentError(f"an agent message must be a str or a dsh_llm.Message, got {message!r}")
+    raise AgentTypeError(
+        f"an agent message must be a str or a dsh_llm.Message, got {type(message).__name__}"
+    )
 
 
 def _returning(value: Any) -> Callable[[], Any]:
@@ -48,6 +60,9 @@ def _returning(value: Any) -> Callable[[], Any]:
 
 
 def _error_reason(error: BaseException) -> dict[str, Any]:
+    """The ``turn/end`` reason of a turn that raised ``error``."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
     if isinstance(error, LlmError):
         return {"kind": "error", "message": error.failure.message, "code": error.failure.code}
     code = error.code if isinstance(error, DshError) else "UNKNOWN"
@@ -76,14 +91,16 @@ class LoopAgent:
         self.session: Session
         self.ctx: Context
         self._scope: Scope
-        self._inbox: deque[Message] = deque()
+        self._inbox: deque[list[Message]] = deque()
         self._steering: list[Message] = []
         self._status = "idle"
         self._wake: anyio.Event | None = None
         self._idle: anyio.Event | None = None
         self._turn_scope: anyio.CancelScope | None = None
+        self._abort_reason = "user"
         self._step = 0
         self._header: dict[str, Any] | None = None
+        self._disposed = False
 
     def __repr__(self) -> str:
         return f"<LoopAgent {self.id!r} {self._status}>"
@@ -99,42 +116,68 @@ class LoopAgent:
         return self._status
 
     def send(self, message: str | Message) -> None:
-        self._inbox.append(_as_message(message))
+        """Queue ``message``; it starts its own turn once the turns before it ended."""
+        self._queue([_as_message(message)])
+
+    def steer(self, message: str | Message) -> None:
+        """Add ``message`` to the next step of the running turn; with no turn running
+        it is queued like :meth:`send`. Steering still pending when a turn fails is
+        queued as the next turn; a cancel drops it."""
+        checked = _as_message(message)
+        if self._turn_scope is None:
+            self._queue([checked])
+        else:
+            self._steering.append(checked)
+
+    def _queue(self, messages: list[Message]) -> None:
+        if self._disposed:
+            raise AgentError(f'agent "{self.id}" is disposed; it takes no more messages')
+        self._inbox.append(messages)
         if self._wake is not None:
             self._wake.set()
 
-    def steer(self, message: str | Message) -> None:
-        if self._turn_scope is not None:
-            self._steering.append(_as_message(message))
-        else:
-            self.send(message)
-
     def cancel(self) -> None:
+        """Abort the running turn (reason ``aborted``/``user``) and drop the queue;
+        a no-op while idle with nothing queued."""
+        self._abort("user")
+
+    def _abort(self, reason: str) -> None:
         self._inbox.clear()
         self._steering.clear()
-        if self._turn_scope is not None:
-            self._turn_scope.cancel()
+        scope = self._turn_scope
+        if scope is not None and not scope.cancel_called:
+            self._abort_reason = reason
+            scope.cancel()
 
     async def when_idle(self) -> None:
+        """Wait until no turn runs and nothing is queued."""
         while self._status == "running" or self._inbox:
             if self._idle is None:
                 self._idle = anyio.Event()
             await self._idle.wait()
 
     async def dispose(self) -> None:
-        self.cancel()
+        """Abort the running turn (reason ``aborted``/``disposed``), wait for it to end,
+        then undo everything registered through ``agent.ctx``."""
+        self._abort("disposed")
+        self._disposed = True
+        if _DRIVING.get() is self:
+            # Called from inside this agent's own turn (a tool, a listener): waiting
+            # for the turn to end would wait for ourselves. Start the disposal and
+            # return; the turn ends at its next checkpoint.
+            self._scope.fiber.dispose()
+            return
         await self._scope.dispose()
 
     # -- the driver ---------------------------------------------------------------------
 
     def _set_status(self, status: str) -> None:
-        if status == self._status:
-            return
-        self._status = status
         if status == "idle" and self._idle is not None:
             self._idle.set()
             self._idle = None
-        self._emit("agent/status", self, status)
+        if status != self._status:
+            self._status = status
+            self._emit("agent/status", self, status)
 
     def _emit(self, name: str, *args: Any) -> None:
         # Observers never break the loop: their failures are logged.
@@ -144,35 +187,41 @@ class LoopAgent:
             _log.error("a listener of %s failed for agent %r", name, self.id, exc_info=exc)
 
     async def drive(self) -> None:
-        """Run turns until cancelled; nothing a turn raises escapes (the backstop)."""
+        """Run one turn per queued message until cancelled. Nothing a turn raises
+        escapes (the backstop): a failed turn is recorded and the next one runs."""
+        _DRIVING.set(self)
         try:
             while True:
                 while not self._inbox:
                     self._wake = anyio.Event()
                     await self._wake.wait()
                 self._wake = None
-                first = self._inbox.popleft()
+                messages = self._inbox.popleft()
+                # The scope exists before anyone hears "running": a cancel from a
+                # status listener already aborts this turn.
+                scope = self._turn_scope = anyio.CancelScope()
+                self._abort_reason = "user"
                 self._set_status("running")
-                await self._turn(first)
+                await self._turn(messages, scope)
                 if not self._inbox:
                     self._set_status("idle")
         finally:
-            self._status = "idle"
-            if self._idle is not None:
-                self._idle.set()
+            self._disposed = True
+            self._turn_scope = None
+            self._inbox.clear()
+            self._set_status("idle")
 
-    async def _turn(self, first: Message) -> None:
+    async def _turn(self, messages: list[Message], scope: anyio.CancelScope) -> None:
         session = self.session
         turn = session.last_turn() + 1
         self._step = 0
         reason: dict[str, Any] = {"kind": "completed"}
-        session.append("turn/start", {"turn": turn})
         try:
-            with anyio.CancelScope() as scope:
-                self._turn_scope = scope
-                reason = await self._steps(turn, [first])
+            session.append("turn/start", {"turn": turn})
+            with scope:
+                reason = await self._steps(turn, messages)
             if scope.cancelled_caught:
-                reason = {"kind": "aborted", "reason": "user"}
+                reason = {"kind": "aborted", "reason": self._abort_reason}
         except anyio.get_cancelled_exc_class():
             reason = {"kind": "aborted", "reason": "disposed"}
             raise
@@ -183,24 +232,44 @@ class LoopAgent:
             self._emit("agent/error", self, turn, self._step, exc)
         finally:
             self._turn_scope = None
-            self._steering.clear()
-            session.append("turn/end", {"turn": turn, "reason": reason})
+            if self._steering and reason["kind"] != "aborted":
+                self._inbox.appendleft(self._steering)
+            self._steering = []
+            try:
+                session.append("turn/end", {"turn": turn, "reason": reason})
+            except Exception as exc:
+                _log.error(
+                    "recording the end of turn %d of agent %r failed", turn, self.id, exc_info=exc
+                )
 
-    async def _steps(self, turn: int, pending: list[Message]) -> dict[str, Any]:
+    async def _steps(self, turn: int, messages: list[Message]) -> dict[str, Any]:
         session = self.session
         ctx = self.ctx
-        step = 0
+        pending = messages
         max_tokens = False
+        step = 0
         while True:
             step = self._step = step + 1
+            # A cancel that came before the first await of a step (from a listener,
+            # say) takes effect here rather than after the model call.
+            await anyio.lowlevel.checkpoint_if_cancelled()
             pending.extend(self._steering)
             self._steering.clear()
-            messages: list[Message] = await ctx.waterfall(
+            sent = await ctx.waterfall(
                 "agent/pre-step", self, pending, turn, step, inner=_returning(pending), scope=self
             )
-            for message in messages:
-                session.append("user/message", {"turn": turn, "message": message.to_json()})
-            pending = []
+            if not isinstance(sent, list | tuple) or not all(isinstance(m, Message) for m in sent):
+                raise AgentTypeError(
+                    "an agent/pre-step listener must return a list of dsh_llm.Message, "
+                    f"got {sent!r}"
+                )
+            if step == 1 and not sent:
+                # A listener took every message (a command handled locally, say).
+                return {"kind": "completed"}
+            for message in sent:
+                session.append(
+                    "user/message", {"turn": turn, "step": step, "message": message.to_json()}
+                )
             assembly = await ctx.system_prompt.assemble(assemble_context_for(self))
             system = render_prompt(assembly)
             request = LlmRequest(
@@ -216,10 +285,15 @@ class LoopAgent:
             request = await ctx.waterfall(
                 "agent/request", self, request, inner=_returning(request), scope=self
             )
+            if not isinstance(request, LlmRequest):
+                raise AgentTypeError(
+                    "an agent/request listener must return a dsh_llm.LlmRequest, got "
+                    f"{type(request).__name__}"
+                )
             if not request.model:
-                raise AgentError(
-                    f'agent "{self.id}" has no model: give it one in the config or '
-                    "supply one through the agent/request waterfall"
+                raise NoModelError(
+                    f'agent "{self.id}" has no model: give it one (agents.create(model=...) '
+                    "or the config) or supply one through the agent/request waterfall"
                 )
             session.append("step/start", {"turn": turn, "step": step})
             calls = []
@@ -227,8 +301,7 @@ class LoopAgent:
                 self._log_header(turn, step, request)
                 result = await self._stream(turn, step, request)
                 finish = result.finish
-                if finish.reason in ("error", "aborted"):
-                    assert finish.failure is not None
+                if finish.failure is not None:
                     raise LlmError(finish.failure)
                 data: dict[str, Any] = {
                     "turn": turn,
@@ -248,6 +321,7 @@ class LoopAgent:
                 session.append("step/end", {"turn": turn, "step": step})
             if not calls and not self._steering:
                 return {"kind": "max-tokens"} if max_tokens else {"kind": "completed"}
+            pending = []
 
     def _log_header(self, turn: int, step: int, request: LlmRequest) -> None:
         header: dict[str, Any] = {

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dsh import Context, Plugin
-from dsh_agent import AgentError
+from dsh_agent import AgentArgumentError, AgentError
 from dsh_scope import create_scope
 from dsh_session import Session
 from dsh_system_prompt import AssembleContext, PromptSection
 
 from ._agent import LoopAgent
 
-__all__ = ["AgentLoop", "AgentLoopConfig", "AgentSpec"]
+__all__ = ["AgentLoop", "AgentLoopConfig", "AgentSpec", "check_unique_ids"]
 
 
 class AgentSpec(BaseModel):
@@ -30,6 +31,15 @@ class AgentSpec(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
 
 
+def check_unique_ids(agents: list[AgentSpec]) -> list[AgentSpec]:
+    """``agents`` when no id repeats; else a ``ValueError`` naming the repeated ids."""
+    ids = [spec.id for spec in agents]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ValueError(f"agent ids must be unique; repeated: {', '.join(repeated)}")
+    return agents
+
+
 class AgentLoopConfig(BaseModel):
     """Config of the ``agent-loop`` plugin."""
 
@@ -37,6 +47,11 @@ class AgentLoopConfig(BaseModel):
 
     agents: list[AgentSpec] = []
     max_parallel_tool_calls: int = Field(default=8, gt=0)
+
+    @field_validator("agents")
+    @classmethod
+    def unique_ids(cls, agents: list[AgentSpec]) -> list[AgentSpec]:
+        return check_unique_ids(agents)
 
 
 def _model_of(context: AssembleContext) -> str | None:
@@ -50,7 +65,7 @@ def _cwd_of(context: AssembleContext) -> str | None:
 
 
 class AgentLoop(Plugin):
-    """Makes agents whose turns call the model and run tools."""
+    """Makes agents whose turns call the model and run tools (the agent factory)."""
 
     name = "agent-loop"
     Config = AgentLoopConfig
@@ -59,16 +74,15 @@ class AgentLoop(Plugin):
     def __init__(self, ctx: Context, config: AgentLoopConfig) -> None:
         super().__init__(ctx, config)
         self._ids = itertools.count(1)
+        self._agents: dict[LoopAgent, None] = {}
 
-    def setup(self) -> Any:
+    def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx
-        ids = [spec.id for spec in self.config.agents]
-        for agent_id in ids:
-            if ids.count(agent_id) > 1:
-                raise AgentError(f'agent-loop config declares agent "{agent_id}" twice')
         yield ctx.agents.set_factory(self)
         yield ctx.system_prompt.variable("model", _model_of)
         yield ctx.system_prompt.variable("cwd", _cwd_of)
+        # Unloading the factory disposes every agent it made, wherever they are owned.
+        yield self._dispose_agents
         for spec in self.config.agents:
             self.create_agent(
                 ctx,
@@ -79,6 +93,17 @@ class AgentLoop(Plugin):
                 session=None,
                 max_tokens=spec.max_tokens,
             )
+
+    def _dispose_agents(self) -> Awaitable[None] | None:
+        agents = list(self._agents)
+        if not agents:
+            return None
+
+        async def dispose_all() -> None:
+            for agent in agents:
+                await agent.dispose()
+
+        return dispose_all()
 
     def create_agent(
         self,
@@ -91,22 +116,62 @@ class AgentLoop(Plugin):
         session: Session | None,
         max_tokens: int | None = None,
     ) -> LoopAgent:
-        """A new agent owned by ``owner``'s fiber; see :class:`dsh_agent.AgentFactory`."""
-        agent_id = id or f"agent-{next(self._ids)}"
-        if owner.agents.get(agent_id) is not None:
-            raise AgentError(f'agent "{agent_id}" is already registered')
-        agent = LoopAgent(self, agent_id, model, max_tokens)
+        """A new agent owned by ``owner``'s fiber; see :class:`dsh_agent.AgentFactory`.
+
+        Its scope (``agent.ctx``) is a child of ``owner``'s fiber. Without ``session``
+        it gets a new session (with ``cwd``). Raises :class:`AgentError` for a taken
+        id and :class:`AgentArgumentError` for an empty id, a ``max_tokens`` that is
+        not a positive integer, or both ``cwd`` and ``session``; nothing is left behind.
+        """
+        agents = owner.agents
+        if id is None:
+            id = next(i for i in (f"agent-{n}" for n in self._ids) if agents.get(i) is None)
+        given: object = id
+        if not isinstance(given, str) or not given:
+            raise AgentArgumentError(f"an agent id must be a non-empty string, got {id!r}")
+        checked: object = max_tokens
+        if checked is not None and (
+            isinstance(checked, bool) or not isinstance(checked, int) or checked <= 0
+        ):
+            raise AgentArgumentError(
+                f'agent "{id}": max_tokens must be a positive integer, got {max_tokens!r}'
+            )
+        if session is not None and cwd is not None:
+            raise AgentArgumentError(
+                f'agent "{id}": pass cwd= for a new session or session=, not both '
+                "(the cwd of a session is in its header)"
+            )
+        if agents.get(id) is not None:
+            raise AgentError(f'agent "{id}" is already registered')
+        agent = LoopAgent(self, id, model, max_tokens)
         scope = create_scope(owner, agent)
         agent._scope = scope
         agent.ctx = actx = scope.ctx
-        if session is None:
-            meta = {"agent": agent_id, "model": model}
-            session = actx.sessions.create(cwd=cwd, meta=meta)
-        agent.session = session
-        if persona is not None:
-            actx.system_prompt.section(
-                PromptSection(name="deployment:persona", order=0, text=persona)
-            )
-        actx.agents.register(agent)
-        actx.task(agent.drive, label=f"agent {agent_id}")
+        own_session = session is None
+        agent.session = (
+            session
+            if session is not None
+            else actx.sessions.prepare(cwd=cwd, meta={"agent": id, "model": model})
+        )
+
+        def wiring() -> Iterator[Callable[[], object]]:
+            # One composite, undone last-in-first-out: the driver stops (the running
+            # turn records its end) before the agent leaves the registry, and the
+            # session leaves the store last.
+            if own_session:
+                yield actx.sessions.enter(agent.session)
+            if persona is not None:
+                yield actx.system_prompt.section(
+                    PromptSection(name="deployment:persona", order=0, text=persona)
+                )
+            self._agents[agent] = None
+            yield lambda: self._agents.pop(agent, None)
+            yield actx.agents.register(agent)
+            yield actx.task(agent.drive, label=f"agent {id}")
+
+        try:
+            actx.effect(wiring, label=f"agent {id}")
+        except BaseException:
+            scope.fiber.dispose()
+            raise
         return agent

@@ -12,10 +12,12 @@ from dsh_tools import ToolCall, ToolResult
 if TYPE_CHECKING:
     from ._agent import LoopAgent
 
-__all__ = ["run_tool_calls"]
+__all__ = ["ABORTED", "ABORTED_BEFORE_DISPATCH", "run_tool_calls"]
 
-_ABORTED = ToolResult("Error: tool call aborted", is_error=True, code="ABORTED")
-_NOT_STARTED = ToolResult(
+#: The result of a call that was running when its turn was cancelled.
+ABORTED = ToolResult("Error: tool call aborted", is_error=True, code="ABORTED")
+#: The result of a call that had not started when its turn was cancelled.
+ABORTED_BEFORE_DISPATCH = ToolResult(
     "Error: tool call aborted before dispatch", is_error=True, code="ABORTED_BEFORE_DISPATCH"
 )
 
@@ -23,9 +25,13 @@ _NOT_STARTED = ToolResult(
 async def run_tool_calls(
     agent: LoopAgent, turn: int, step: int, calls: list[ToolCallBlock], limit: int
 ) -> None:
-    """Log each call, run them (at most ``limit`` at once), then log every result in
-    the model's order. When the turn is cancelled, a call that had started gets an
-    ``ABORTED`` result and one that had not gets ``ABORTED_BEFORE_DISPATCH``."""
+    """Log every call, run them (at most ``limit`` at once, started in model order)
+    and log each result as soon as the results before it are logged, so results are
+    recorded in the model's order whatever order the calls finish in.
+
+    When the turn is cancelled, a call that had started gets :data:`ABORTED` and one
+    that had not gets :data:`ABORTED_BEFORE_DISPATCH`: every call gets a result.
+    """
     session = agent.session
     for call in calls:
         session.append(
@@ -38,29 +44,24 @@ async def run_tool_calls(
                 "arguments": call.arguments,
             },
         )
-    results: list[ToolResult | None] = [None] * len(calls)
-    started = [False] * len(calls)
-    limiter = anyio.CapacityLimiter(limit)
+    count = len(calls)
+    results: list[ToolResult | None] = [None] * count
+    started = [False] * count
+    committed = 0
     tools: Any = agent.ctx.tools
+    slots = anyio.Semaphore(limit)
 
-    async def run(i: int, call: ToolCallBlock) -> None:
-        async with limiter:
-            started[i] = True
-            with anyio.CancelScope() as scope:
-                results[i] = await tools.execute(
-                    call.name, call.arguments, ToolCall(call.id, agent=agent, cancel_scope=scope)
-                )
-
-    try:
-        if len(calls) == 1:
-            await run(0, calls[0])
-        else:
-            async with anyio.create_task_group() as tg:
-                for i, call in enumerate(calls):
-                    tg.start_soon(run, i, call)
-    finally:
-        for i, call in enumerate(calls):
-            result = results[i] or (_ABORTED if started[i] else _NOT_STARTED)
+    def commit(final: bool) -> None:
+        nonlocal committed
+        while committed < count:
+            i = committed
+            result = results[i]
+            if result is None:
+                if not final:
+                    return
+                result = ABORTED if started[i] else ABORTED_BEFORE_DISPATCH
+            committed = i + 1
+            call = calls[i]
             data: dict[str, Any] = {
                 "turn": turn,
                 "step": step,
@@ -72,3 +73,24 @@ async def run_tool_calls(
             if result.code is not None:
                 data["code"] = result.code
             session.append("tool/result", data)
+
+    async def run(i: int, call: ToolCallBlock) -> None:
+        try:
+            with anyio.CancelScope() as scope:
+                results[i] = await tools.execute(
+                    call.name, call.arguments, ToolCall(call.id, agent=agent, cancel_scope=scope)
+                )
+            # A tool that cancelled its own call's scope ends like an aborted call.
+            results[i] = results[i] or ABORTED
+            commit(final=False)
+        finally:
+            slots.release()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i, call in enumerate(calls):
+                await slots.acquire()
+                started[i] = True
+                tg.start_soon(run, i, call)
+    finally:
+        commit(final=True)

@@ -6,16 +6,28 @@ YAML name ``llm``; service ``Llm`` at ctx key ``llm``. See this package's README
 from __future__ import annotations
 
 from ._assembler import AssembledMessage, AssemblyError, BlockAssembler
-from ._service import AdapterRegistrationError, Llm, LlmAdapter, LlmSpecs
+from ._service import (
+    AdapterRegistrationError,
+    AdapterTypeError,
+    DuplicateAdapterError,
+    Llm,
+    LlmAdapter,
+    LlmRequestError,
+    LlmSpecs,
+)
 from ._types import (
+    BLOCK_TYPES,
     FINISH_REASONS,
     Block,
     BlockEnd,
     BlockStart,
+    BlockType,
     Chunk,
     Finish,
+    FinishReason,
     LlmError,
     LlmFailure,
+    LlmFormatError,
     LlmRequest,
     Message,
     ReasoningBlock,
@@ -36,21 +48,28 @@ from ._types import (
 plugin = Llm
 
 __all__ = [
+    "BLOCK_TYPES",
     "FINISH_REASONS",
     "AdapterRegistrationError",
+    "AdapterTypeError",
     "AssembledMessage",
     "AssemblyError",
     "Block",
     "BlockAssembler",
     "BlockEnd",
     "BlockStart",
+    "BlockType",
     "Chunk",
+    "DuplicateAdapterError",
     "Finish",
+    "FinishReason",
     "Llm",
     "LlmAdapter",
     "LlmError",
     "LlmFailure",
+    "LlmFormatError",
     "LlmRequest",
+    "LlmRequestError",
     "LlmSpecs",
     "Message",
     "ReasoningBlock",

@@ -3,9 +3,10 @@
 The edge protocol: a repeated ``block-start`` is ignored (its text keeps accumulating);
 deltas may arrive without a ``block-start`` (the block is created implicitly); deltas
 and ``block-end``s after a block's first ``block-end`` are stragglers and are ignored;
-a tool call that never received an id gets ``call-<index>``; without a ``usage`` chunk
-the usage is None; without a ``finish`` chunk the finish is ``stop``; on ``max-tokens``
-the (truncated) tool calls are dropped. Contradictions are :class:`AssemblyError`.
+a tool call keeps the first id and name it receives and gets ``call-<index>`` when no
+id ever arrives; the last ``usage`` wins and without one the usage is None; without a
+``finish`` chunk the finish is ``stop``; on ``max-tokens`` the (truncated) tool calls
+are dropped. Contradictions are :class:`AssemblyError`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from dataclasses import dataclass
 from dsh import DshError
 
 from ._types import (
+    BLOCK_TYPES,
     Block,
     BlockEnd,
     BlockStart,
+    BlockType,
     Chunk,
     Finish,
     Message,
@@ -35,7 +38,9 @@ __all__ = ["AssembledMessage", "AssemblyError", "BlockAssembler"]
 
 
 class AssemblyError(DshError, ValueError):
-    """A chunk stream contradicts itself (wrong block type, unknown chunk)."""
+    """A chunk stream contradicts itself: a chunk targets a block of another type, a
+    ``block-end`` closes a block that never started without carrying it, a block type
+    a model stream cannot produce, or an object that is not a chunk."""
 
     code = "ASSEMBLY_INVARIANT"
 
@@ -52,7 +57,7 @@ class AssembledMessage:
 class _Partial:
     __slots__ = ("block", "block_type", "call_id", "name", "parts")
 
-    def __init__(self, block_type: str) -> None:
+    def __init__(self, block_type: BlockType) -> None:
         self.block_type = block_type
         self.parts: list[str] = []
         self.call_id: str | None = None
@@ -70,52 +75,55 @@ class BlockAssembler:
         self._usage: Usage | None = None
         self._finish: Finish | None = None
 
-    def _open(self, index: int, block_type: str, chunk_type: str) -> _Partial | None:
+    def _claim(self, index: int, block_type: BlockType, chunk_type: str) -> _Partial:
+        """The partial at ``index``, created if new; it must hold ``block_type``."""
         partial = self._partials.get(index)
         if partial is None:
             partial = self._partials[index] = _Partial(block_type)
         elif partial.block_type != block_type:
             raise AssemblyError(
                 f"block {index} is a {partial.block_type} block, but a {chunk_type} "
-                "chunk targets it"
+                f"chunk targets it as a {block_type} block"
             )
-        return None if partial.block is not None else partial
+        return partial
 
     def push(self, chunk: Chunk) -> None:
-        """Take one chunk of the stream."""
+        """Take one chunk of the stream; raises :class:`AssemblyError` on a contradiction."""
         if isinstance(chunk, TextDelta | ReasoningDelta):
-            kind = "text" if isinstance(chunk, TextDelta) else "reasoning"
-            partial = self._open(chunk.index, kind, chunk.type)
-            if partial is not None:
+            kind: BlockType = "text" if isinstance(chunk, TextDelta) else "reasoning"
+            partial = self._claim(chunk.index, kind, chunk.type)
+            if partial.block is None:
                 partial.parts.append(chunk.text)
         elif isinstance(chunk, ToolCallDelta):
-            partial = self._open(chunk.index, "tool-call", chunk.type)
-            if partial is not None:
+            partial = self._claim(chunk.index, "tool-call", chunk.type)
+            if partial.block is None:
                 if chunk.id:
                     partial.call_id = chunk.id
                 if chunk.name:
                     partial.name = chunk.name
                 partial.parts.append(chunk.arguments_delta)
         elif isinstance(chunk, BlockStart):
-            if chunk.index not in self._partials:
-                self._partials[chunk.index] = _Partial(chunk.block_type)
+            self._claim(chunk.index, _block_type(chunk, chunk.block_type), chunk.type)
         elif isinstance(chunk, BlockEnd):
-            partial = self._partials.get(chunk.index)
-            if partial is None:
-                if chunk.block is None:
+            block = chunk.block
+            if block is None:
+                found = self._partials.get(chunk.index)
+                if found is None:
                     raise AssemblyError(
                         f"block-end for block {chunk.index}, which never started and "
                         "carries no block"
                     )
-                partial = self._partials[chunk.index] = _Partial(chunk.block.type)
+                partial = found
+            else:
+                partial = self._claim(chunk.index, _block_type(chunk, block.type), chunk.type)
             if partial.block is None:
-                partial.block = chunk.block or _build(chunk.index, partial)
+                partial.block = _build(chunk.index, partial) if block is None else block
         elif isinstance(chunk, UsageChunk):
             self._usage = chunk.usage
         elif isinstance(chunk, Finish):
             self._finish = chunk
         else:
-            raise AssemblyError(f"unknown chunk {chunk!r}")
+            raise AssemblyError(f"unknown chunk {chunk!r}: not one of the dsh_llm chunk types")
 
     def result(self) -> AssembledMessage:
         """The assistant message so far (open blocks are completed as they stand)."""
@@ -137,12 +145,21 @@ class BlockAssembler:
         ]
 
 
+def _block_type(chunk: BlockStart | BlockEnd, block_type: object) -> BlockType:
+    """``block_type`` if a model stream can produce it, else :class:`AssemblyError`."""
+    for known in BLOCK_TYPES:
+        if block_type == known:
+            return known
+    raise AssemblyError(
+        f"a {chunk.type} chunk gives block {chunk.index} the type {block_type!r}, which "
+        f"a model stream cannot produce (expected one of {', '.join(BLOCK_TYPES)})"
+    )
+
+
 def _build(index: int, partial: _Partial) -> Block:
     text = "".join(partial.parts)
     if partial.block_type == "text":
         return TextBlock(text)
     if partial.block_type == "reasoning":
         return ReasoningBlock(text)
-    if partial.block_type == "tool-call":
-        return ToolCallBlock(partial.call_id or f"call-{index}", partial.name or "", text)
-    raise AssemblyError(f'cannot assemble incomplete block of type "{partial.block_type}"')
+    return ToolCallBlock(partial.call_id or f"call-{index}", partial.name or "", text)

@@ -3,22 +3,46 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Protocol
-
-import anyio
 
 from dsh import Disposer, DshError, Service, hookspec
 
 from ._types import Chunk, Finish, LlmError, LlmFailure, LlmRequest
 
-__all__ = ["AdapterRegistrationError", "Llm", "LlmAdapter", "LlmSpecs"]
+__all__ = [
+    "AdapterRegistrationError",
+    "AdapterTypeError",
+    "DuplicateAdapterError",
+    "Llm",
+    "LlmAdapter",
+    "LlmRequestError",
+    "LlmSpecs",
+]
 
 
 class AdapterRegistrationError(DshError, ValueError):
-    """An adapter registration was malformed or a model is already served."""
+    """An adapter registration was refused: no model names, an empty or repeated name."""
 
     code = "INVALID_ADAPTER"
+
+
+class AdapterTypeError(AdapterRegistrationError, TypeError):
+    """An adapter registration had an argument of the wrong type: a model name that is
+    not a string, or an adapter without a ``stream`` method."""
+
+
+class DuplicateAdapterError(AdapterRegistrationError):
+    """A model named in a registration is already served by another adapter."""
+
+    code = "DUPLICATE_ADAPTER"
+
+
+class LlmRequestError(DshError, TypeError):
+    """``stream`` was given, or an ``llm/request`` listener returned, something that is
+    not an :class:`LlmRequest`."""
+
+    code = "INVALID_REQUEST"
 
 
 class LlmAdapter(Protocol):
@@ -62,50 +86,77 @@ class Llm(Service):
         return sorted(self._routes)
 
     def register_adapter(self, models: Sequence[str], adapter: LlmAdapter) -> Disposer:
-        """Serve ``models`` with ``adapter``; returns the exact disposer.
+        """Serve ``models`` with ``adapter`` (a single ``str`` is one model); returns the
+        exact disposer of the registration, an effect of the calling plugin.
 
-        All or nothing: an empty list, an empty name or a model already served raises
-        :class:`AdapterRegistrationError` and registers none of them.
+        All or nothing, checked before anything is registered: an empty list, an empty
+        or repeated name (:class:`AdapterRegistrationError`), a name that is not a
+        string or an adapter without ``stream`` (:class:`AdapterTypeError`), a model
+        already served (:class:`DuplicateAdapterError`). Emits ``llm/adapters-change``
+        after the registration and after its removal.
         """
-        names = [models] if isinstance(models, str) else list(models)
+        names: list[object] = [models] if isinstance(models, str) else list(models)
         if not names:
             raise AdapterRegistrationError("an adapter must serve at least one model")
         if not callable(getattr(adapter, "stream", None)):
-            raise AdapterRegistrationError(f"adapter {adapter!r} has no stream(request) method")
+            raise AdapterTypeError(f"adapter {adapter!r} has no stream(request) method")
+        routes: list[str] = []
         for name in names:
-            if not isinstance(name, str) or not name:
-                raise AdapterRegistrationError(
-                    f"adapter model names must be non-empty strings, got {name!r}"
+            if not isinstance(name, str):
+                raise AdapterTypeError(
+                    f"adapter model names must be strings, got {type(name).__name__} {name!r}"
                 )
+            if not name:
+                raise AdapterRegistrationError("adapter model names must be non-empty")
             if name in self._routes:
-                raise AdapterRegistrationError(
-                    f'an adapter for model "{name}" is already registered'
-                )
-        if len(set(names)) != len(names):
-            raise AdapterRegistrationError(f"adapter model names repeat: {names}")
+                raise DuplicateAdapterError(f'an adapter for model "{name}" is already registered')
+            routes.append(name)
+        if len(set(routes)) != len(routes):
+            repeated = sorted({n for n in routes if routes.count(n) > 1})
+            raise AdapterRegistrationError(
+                f"adapter model names repeat: {', '.join(repeated)} (in {routes})"
+            )
 
         def body() -> Iterator[Callable[[], None]]:
-            for name in names:
+            for name in routes:
                 self._routes[name] = adapter
-            yield functools.partial(self._unroute, names, adapter)
+            # The undo comes before the event: a listener that raises rolls the
+            # registration back and the error reaches the caller.
+            yield functools.partial(self._unroute, routes)
             self.home_ctx.emit("llm/adapters-change")
 
-        return self.ctx.effect(body, label=f"llm adapter {', '.join(names)}")
+        return self.ctx.effect(body, label=f"llm adapter {', '.join(routes)}")
 
-    def _unroute(self, names: list[str], adapter: LlmAdapter) -> None:
+    def _unroute(self, names: list[str]) -> None:
+        # Runs once per registration, and no other adapter can take these names while
+        # it stands.
         for name in names:
-            if self._routes.get(name) is adapter:
-                del self._routes[name]
+            del self._routes[name]
         self.home_ctx.emit("llm/adapters-change")
 
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
+    async def stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
         """Stream the answer to ``request``.
 
-        The ``llm/request`` waterfall sees the request first. A missing adapter or an
-        adapter that raises ends the stream with one ``Finish("error")`` chunk naming
-        the failure; cancellation propagates. Consume it with ``contextlib.aclosing``.
+        The ``llm/request`` waterfall sees the request first and may replace it; the
+        adapter serving the resulting request's model answers. Whatever goes wrong past
+        the waterfall ends the stream with one ``Finish("error")`` chunk: no adapter for
+        the model (code ``NO_ADAPTER``), or an adapter that raises (after the chunks it
+        yielded; an :class:`LlmError`'s failure verbatim, another ``DshError``'s code,
+        else ``ADAPTER_ERROR``). Cancellation propagates, and so do errors of the
+        waterfall's listeners. Consume it with ``contextlib.aclosing``: closing the
+        stream early closes the adapter's stream too.
         """
+        given: object = request
+        if not isinstance(given, LlmRequest):
+            raise LlmRequestError(
+                f"llm.stream needs a dsh_llm.LlmRequest, got {type(given).__name__}"
+            )
         request = await self.home_ctx.waterfall("llm/request", request, inner=lambda: request)
+        if not isinstance(request, LlmRequest):
+            raise LlmRequestError(
+                "an llm/request listener returned "
+                f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
+            )
         adapter = self._routes.get(request.model)
         if adapter is None:
             known = ", ".join(self.models()) or "(none)"
@@ -117,14 +168,18 @@ class Llm(Service):
                 ),
             )
             return
+        chunks: AsyncIterator[Chunk] | None = None
         try:
-            async for chunk in adapter.stream(request):
+            chunks = adapter.stream(request)
+            async for chunk in chunks:
                 yield chunk
-        except anyio.get_cancelled_exc_class():
-            raise
         except LlmError as exc:
             yield Finish("error", exc.failure)
         except Exception as exc:
             code = exc.code if isinstance(exc, DshError) else "ADAPTER_ERROR"
             message = str(exc) or type(exc).__name__
             yield Finish("error", LlmFailure(f"model call failed: {message}", code))
+        finally:
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()

@@ -1,11 +1,14 @@
 """The model-call vocabulary: content blocks, messages, requests and stream chunks.
 
-Everything here is a small frozen dataclass with ``to_json``/``from_json`` so sessions
-can log it and persistence can write it; the chunk set is closed (:data:`Chunk`).
+Everything here is a small frozen dataclass with a JSON form so sessions can log it,
+persistence can write it and a replay can read it back; the chunk set is closed
+(:data:`Chunk`). The ``from_json`` decoders validate what they read: a malformed
+value is a :class:`LlmFormatError` that says which key is wrong and why.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -13,14 +16,18 @@ from dsh import DshError
 from dsh_system_prompt import ToolSchema
 
 __all__ = [
+    "BLOCK_TYPES",
     "FINISH_REASONS",
     "Block",
     "BlockEnd",
     "BlockStart",
+    "BlockType",
     "Chunk",
     "Finish",
+    "FinishReason",
     "LlmError",
     "LlmFailure",
+    "LlmFormatError",
     "LlmRequest",
     "Message",
     "ReasoningBlock",
@@ -38,10 +45,18 @@ __all__ = [
     "chunk_to_json",
 ]
 
+#: The kind of block a model stream produces (``BlockStart.block_type``).
 BlockType: TypeAlias = Literal["text", "reasoning", "tool-call"]
 
+#: Every :data:`BlockType`.
+BLOCK_TYPES: tuple[BlockType, ...] = ("text", "reasoning", "tool-call")
+
+FinishReason: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "aborted", "error"]
+
 #: Every finish reason: the three successful ones, then the two failures.
-FINISH_REASONS = ("stop", "tool-calls", "max-tokens", "aborted", "error")
+FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "tool-calls", "max-tokens", "aborted", "error")
+
+_FAILING = ("aborted", "error")
 
 
 class LlmError(DshError, RuntimeError):
@@ -52,6 +67,96 @@ class LlmError(DshError, RuntimeError):
     def __init__(self, failure: LlmFailure) -> None:
         super().__init__(failure.message)
         self.failure = failure
+
+
+class LlmFormatError(DshError, ValueError):
+    """A block, chunk, message, usage or failure is malformed (in its JSON form, or a
+    ``Finish`` whose reason and failure disagree)."""
+
+    code = "LLM_FORMAT"
+
+
+# -- decoding helpers ---------------------------------------------------------------------
+
+_Check: TypeAlias = tuple[Callable[[object], bool], str]
+
+_STR: _Check = (lambda v: isinstance(v, str), "a string")
+_BOOL: _Check = (lambda v: isinstance(v, bool), "a boolean")
+_COUNT: _Check = (lambda v: type(v) is int and v >= 0, "a non-negative integer")
+_INT: _Check = (lambda v: type(v) is int, "an integer")
+_OBJECT: _Check = (lambda v: isinstance(v, Mapping), "a JSON object")
+_LIST: _Check = (lambda v: isinstance(v, list), "a JSON array")
+
+
+def _one_of(values: tuple[str, ...]) -> _Check:
+    return (lambda v: v in values, "one of " + ", ".join(f'"{v}"' for v in values))
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return repr(value)
+
+
+def _record(
+    data: object,
+    what: str,
+    required: Mapping[str, _Check],
+    optional: Mapping[str, _Check],
+    *,
+    typed: bool = False,
+) -> dict[str, Any]:
+    """Check the keys and value types of one JSON object; return its non-null fields
+    (without ``type`` when ``typed``: the caller has already dispatched on it)."""
+    if not isinstance(data, Mapping):
+        raise LlmFormatError(f"{what} must be a JSON object, got {_describe(data)}")
+    problems = [f'missing key "{key}"' for key in required if key not in data]
+    fields: dict[str, Any] = {}
+    for key, value in data.items():
+        if typed and key == "type":
+            continue
+        check = required.get(key) or optional.get(key)
+        if check is None:
+            problems.append(f'unknown key "{key}"')
+        elif value is None and key in optional:
+            continue
+        elif not check[0](value):
+            problems.append(f'"{key}" must be {check[1]}, got {_describe(value)}')
+        else:
+            fields[key] = value
+    if problems:
+        raise LlmFormatError(f"{what}: {'; '.join(problems)}")
+    return fields
+
+
+def _kind(data: object, what: str, kinds: tuple[str, ...]) -> str:
+    """The ``type`` of a block or chunk object, checked against ``kinds``."""
+    if not isinstance(data, Mapping):
+        raise LlmFormatError(f"a {what} must be a JSON object, got {_describe(data)}")
+    kind = data.get("type")
+    if kind not in kinds:
+        known = ", ".join(f'"{k}"' for k in kinds)
+        got = 'no "type" key' if "type" not in data else f"type {_describe(kind)}"
+        raise LlmFormatError(f"unknown {what} type: {got} (expected one of {known})")
+    result: str = kind
+    return result
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in obj.__slots__}
+
+
+def _compact(obj: Any) -> dict[str, Any]:
+    return {k: v for k, v in _fields(obj).items() if v is not None}
+
+
+# -- failures and usage -------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +170,49 @@ class LlmFailure:
     request_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in _fields(self).items() if v is not None}
+        return _compact(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LlmFailure:
-        return cls(**data)
+    def from_json(cls, data: Mapping[str, Any]) -> LlmFailure:
+        """Rebuild a failure from :meth:`to_json` output; raises :class:`LlmFormatError`."""
+        return cls(
+            **_record(
+                data,
+                "failure",
+                {"message": _STR, "code": _STR},
+                {"status": _INT, "retry_after_ms": _COUNT, "request_id": _STR},
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts; cache reads are not included in ``input_tokens``."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _compact(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Usage:
+        """Rebuild usage from :meth:`to_json` output; raises :class:`LlmFormatError`."""
+        return cls(
+            **_record(
+                data,
+                "usage",
+                {"input_tokens": _COUNT, "output_tokens": _COUNT},
+                {
+                    "cache_read_tokens": _COUNT,
+                    "cache_write_tokens": _COUNT,
+                    "reasoning_tokens": _COUNT,
+                },
+            )
+        )
 
 
 # -- content blocks -----------------------------------------------------------------------
@@ -113,30 +256,29 @@ class ToolResultBlock:
 
 Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
 
-_BLOCKS: dict[str, Any] = {
-    "text": TextBlock,
-    "reasoning": ReasoningBlock,
-    "tool-call": ToolCallBlock,
-    "tool-result": ToolResultBlock,
+_BLOCKS: dict[str, tuple[Any, dict[str, _Check], dict[str, _Check]]] = {
+    "text": (TextBlock, {"text": _STR}, {}),
+    "reasoning": (ReasoningBlock, {"text": _STR}, {}),
+    "tool-call": (ToolCallBlock, {"id": _STR, "name": _STR, "arguments": _STR}, {}),
+    "tool-result": (
+        ToolResultBlock,
+        {"tool_call_id": _STR, "content": _STR},
+        {"is_error": _BOOL},
+    ),
 }
-
-
-def _fields(obj: Any) -> dict[str, Any]:
-    return {name: getattr(obj, name) for name in obj.__slots__}
+_BLOCK_KINDS = tuple(_BLOCKS)
 
 
 def block_to_json(block: Block) -> dict[str, Any]:
+    """The JSON form of a block: its fields, ``type`` included."""
     return _fields(block)
 
 
-def block_from_json(data: dict[str, Any]) -> Block:
-    """Rebuild a block from :func:`block_to_json` output."""
-    fields = dict(data)
-    kind = fields.pop("type")
-    cls = _BLOCKS.get(kind)
-    if cls is None:
-        raise ValueError(f"unknown content block type {kind!r}")
-    block: Block = cls(**fields)
+def block_from_json(data: Mapping[str, Any]) -> Block:
+    """Rebuild a block from :func:`block_to_json` output; raises :class:`LlmFormatError`."""
+    kind = _kind(data, "content block", _BLOCK_KINDS)
+    cls, required, optional = _BLOCKS[kind]
+    block: Block = cls(**_record(data, f'"{kind}" block', required, optional, typed=True))
     return block
 
 
@@ -167,8 +309,18 @@ class Message:
         return {"role": self.role, "content": [block_to_json(b) for b in self.content]}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Message:
-        return cls(data["role"], tuple(block_from_json(b) for b in data["content"]))
+    def from_json(cls, data: Mapping[str, Any]) -> Message:
+        """Rebuild a message from :meth:`to_json` output; raises :class:`LlmFormatError`."""
+        fields = _record(
+            data, "message", {"role": _one_of(("user", "assistant", "tool")), "content": _LIST}, {}
+        )
+        blocks: list[Block] = []
+        for i, item in enumerate(fields["content"]):
+            try:
+                blocks.append(block_from_json(item))
+            except LlmFormatError as exc:
+                raise LlmFormatError(f"message content[{i}]: {exc}") from None
+        return cls(fields["role"], tuple(blocks))
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,21 +341,9 @@ class LlmRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts; cache reads are not included in ``input_tokens``."""
-
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    reasoning_tokens: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in _fields(self).items() if v is not None}
-
-
-@dataclass(frozen=True, slots=True)
 class BlockStart:
+    """Block ``index`` begins; it holds ``block_type`` content."""
+
     index: int
     block_type: BlockType
     type: Literal["block-start"] = field(default="block-start", init=False)
@@ -211,6 +351,8 @@ class BlockStart:
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
+    """More text for text block ``index``."""
+
     index: int
     text: str
     type: Literal["text-delta"] = field(default="text-delta", init=False)
@@ -218,6 +360,8 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
+    """More reasoning for reasoning block ``index``."""
+
     index: int
     text: str
     type: Literal["reasoning-delta"] = field(default="reasoning-delta", init=False)
@@ -245,25 +389,60 @@ class BlockEnd:
 
 @dataclass(frozen=True, slots=True)
 class UsageChunk:
+    """The call's token counts (before the finish)."""
+
     usage: Usage
     type: Literal["usage"] = field(default="usage", init=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Finish:
-    """The end of a stream: ``reason`` is one of :data:`FINISH_REASONS`."""
+    """The end of a stream: ``reason`` is one of :data:`FINISH_REASONS`.
 
-    reason: Literal["stop", "tool-calls", "max-tokens", "aborted", "error"]
+    ``aborted`` and ``error`` carry a ``failure``; the other reasons carry none.
+    """
+
+    reason: FinishReason
     failure: LlmFailure | None = None
     type: Literal["finish"] = field(default="finish", init=False)
+
+    def __post_init__(self) -> None:
+        if self.reason not in FINISH_REASONS:
+            raise LlmFormatError(
+                f"unknown finish reason {self.reason!r} (expected one of "
+                f"{', '.join(FINISH_REASONS)})"
+            )
+        if (self.failure is not None) != (self.reason in _FAILING):
+            raise LlmFormatError(
+                f'finish reason "{self.reason}" needs a failure'
+                if self.failure is None
+                else f'finish reason "{self.reason}" takes no failure'
+            )
 
 
 Chunk: TypeAlias = (
     BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | UsageChunk | Finish
 )
 
+_INDEX = {"index": _COUNT}
+_CHUNKS: dict[str, tuple[Any, dict[str, _Check], dict[str, _Check]]] = {
+    "block-start": (BlockStart, {**_INDEX, "block_type": _one_of(BLOCK_TYPES)}, {}),
+    "text-delta": (TextDelta, {**_INDEX, "text": _STR}, {}),
+    "reasoning-delta": (ReasoningDelta, {**_INDEX, "text": _STR}, {}),
+    "tool-call-delta": (
+        ToolCallDelta,
+        {**_INDEX, "arguments_delta": _STR},
+        {"id": _STR, "name": _STR},
+    ),
+    "block-end": (BlockEnd, _INDEX, {"block": _OBJECT}),
+    "usage": (UsageChunk, {"usage": _OBJECT}, {}),
+    "finish": (Finish, {"reason": _one_of(FINISH_REASONS)}, {"failure": _OBJECT}),
+}
+_CHUNK_KINDS = tuple(_CHUNKS)
+
 
 def chunk_to_json(chunk: Chunk) -> dict[str, Any]:
+    """The JSON form of a chunk: its fields without the ``None`` ones, ``type`` included."""
     data = _fields(chunk)
     if isinstance(chunk, BlockEnd) and chunk.block is not None:
         data["block"] = block_to_json(chunk.block)
@@ -274,25 +453,27 @@ def chunk_to_json(chunk: Chunk) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
 
-def chunk_from_json(data: dict[str, Any]) -> Chunk:
-    """Rebuild a chunk from :func:`chunk_to_json` output (or a recorded stream)."""
-    fields = dict(data)
-    kind = fields.pop("type", None)
-    if kind == "block-start":
-        return BlockStart(**fields)
-    if kind == "text-delta":
-        return TextDelta(**fields)
-    if kind == "reasoning-delta":
-        return ReasoningDelta(**fields)
-    if kind == "tool-call-delta":
-        fields.setdefault("id", None)
-        return ToolCallDelta(**fields)
-    if kind == "block-end":
-        block = fields.get("block")
-        return BlockEnd(fields["index"], None if block is None else block_from_json(block))
-    if kind == "usage":
-        return UsageChunk(Usage(**fields["usage"]))
-    if kind == "finish":
-        failure = fields.get("failure")
-        return Finish(fields["reason"], None if failure is None else LlmFailure.from_json(failure))
-    raise ValueError(f"unknown chunk type {kind!r}")
+def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
+    """Rebuild a chunk from :func:`chunk_to_json` output (or a recorded stream).
+
+    Raises :class:`LlmFormatError` naming the unknown type, the missing or unknown key,
+    or the value of the wrong type.
+    """
+    kind = _kind(data, "chunk", _CHUNK_KINDS)
+    cls, required, optional = _CHUNKS[kind]
+    what = f'"{kind}" chunk'
+    fields = _record(data, what, required, optional, typed=True)
+    try:
+        if kind == "block-end" and "block" in fields:
+            fields["block"] = block_from_json(fields["block"])
+        elif kind == "usage":
+            fields["usage"] = Usage.from_json(fields["usage"])
+        elif kind == "finish":
+            failure = fields.get("failure")
+            fields["failure"] = None if failure is None else LlmFailure.from_json(failure)
+        elif kind == "tool-call-delta":
+            fields.setdefault("id", None)
+        chunk: Chunk = cls(**fields)
+    except LlmFormatError as exc:
+        raise LlmFormatError(f"{what}: {exc}") from None
+    return chunk

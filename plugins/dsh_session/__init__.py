@@ -1,6 +1,6 @@
 """Sessions: the append-only event log of an agent and the history derived from it.
 
-YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``.
+YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``. See the README.
 """
 
 from __future__ import annotations

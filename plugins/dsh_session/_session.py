@@ -19,19 +19,19 @@ __all__ = [
     "SessionHeader",
 ]
 
-#: Every event type a session records.
+#: Every event type a session records (the data of each is in the README).
 EVENT_TYPES = frozenset(
     {
         "turn/start",  # {turn}
-        "turn/end",  # {turn, reason: {kind, message?, code?}}
+        "turn/end",  # {turn, reason: {kind, ...}}
         "step/start",  # {turn, step}
         "step/end",  # {turn, step}
-        "user/message",  # {turn, message}
+        "user/message",  # {turn, step, message}
         "assistant/chunk",  # {turn, step, chunk}
         "assistant/message",  # {turn, step, message, usage?, interrupted?}
         "tool/call",  # {turn, step, call_id, name, arguments}
         "tool/result",  # {turn, step, call_id, name, content, is_error, code?}
-        "request/header",  # {turn, step, header: {model, system?, tools, max_tokens?}}
+        "request/header",  # {turn, step, header: {model, tools, system?, max_tokens?}}
     }
 )
 
@@ -40,16 +40,22 @@ COMMIT_EVENTS = frozenset(
     {"user/message", "assistant/message", "tool/call", "tool/result", "turn/end"}
 )
 
+#: The content of the result given to a tool call that a crash left unanswered.
+_UNKNOWN_OUTCOME = (
+    "Error: the session was interrupted while this tool call ran; its outcome is unknown"
+)
+_NOT_STARTED = "Error: the session was interrupted before this tool call started"
+
 
 class SessionError(DshError, ValueError):
-    """A session was misused: an unknown event type, a duplicate id, a bad log."""
+    """A session was misused: an unknown event type, a duplicate id, a bad stored log."""
 
     code = "SESSION"
 
 
 @dataclass(frozen=True, slots=True)
 class SessionEvent:
-    """One record of the log; ``seq`` counts from 0 without gaps."""
+    """One record of the log; ``seq`` counts from 0 without gaps, ``time`` is epoch seconds."""
 
     seq: int
     type: str
@@ -58,6 +64,10 @@ class SessionEvent:
 
     def to_json(self) -> dict[str, Any]:
         return {"seq": self.seq, "type": self.type, "time": self.time, "data": self.data}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SessionEvent:
+        return cls(data["seq"], data["type"], data["time"], data["data"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +95,12 @@ class SessionHeader:
 class Session:
     """The log of one agent: append events, read them back, derive the history.
 
-    ``on_append`` is called after each append (the store publishes ``session/event``).
+    ``events`` must be contiguous (``events[i].seq == i``). ``on_append`` is called
+    after each append; the ``Sessions`` store sets it to publish ``session/event``
+    while the session is live in the store.
     """
 
-    __slots__ = ("_derived", "_messages", "_on_append", "events", "header")
+    __slots__ = ("_derived", "_last_turn", "_messages", "_on_append", "events", "header")
 
     def __init__(
         self,
@@ -98,9 +110,18 @@ class Session:
     ) -> None:
         self.header = header
         self.events: list[SessionEvent] = events if events is not None else []
+        for seq, event in enumerate(self.events):
+            if event.seq != seq:
+                raise SessionError(
+                    f'session "{header.id}" log is not contiguous: event {seq} has seq {event.seq}'
+                )
         self._on_append = on_append
         self._messages: list[Message] = []
         self._derived = 0
+        self._last_turn = 0
+        for event in self.events:
+            if event.type == "turn/start":
+                self._last_turn = event.data["turn"]
 
     @property
     def id(self) -> str:
@@ -110,17 +131,30 @@ class Session:
         return f"<Session {self.id!r} ({len(self.events)} events)>"
 
     def append(self, type: str, data: Mapping[str, Any]) -> SessionEvent:
-        """Record one event (``data`` must be JSON-compatible) and publish it."""
+        """Record one event and publish it; returns the event.
+
+        ``data`` must be JSON-compatible and is kept as given (do not mutate it
+        afterwards). An unknown ``type`` raises :class:`SessionError` and records
+        nothing. An error of a ``session/event`` listener propagates after the event
+        is recorded.
+        """
         if type not in EVENT_TYPES:
-            raise SessionError(f'unknown session event type "{type}"')
+            known = ", ".join(sorted(EVENT_TYPES))
+            raise SessionError(f'unknown session event type "{type}"; known types: {known}')
         event = SessionEvent(len(self.events), type, time.time(), data)
         self.events.append(event)
+        if type == "turn/start":
+            self._last_turn = data["turn"]
         if self._on_append is not None:
             self._on_append(self, event)
         return event
 
     def derive_messages(self) -> list[Message]:
-        """The model-facing history: user and assistant messages and tool results."""
+        """The model-facing history (a fresh list): user messages, assistant messages
+        with content, and one ``tool`` message per tool result, in log order.
+
+        Incremental: each call reads only the events appended since the last one.
+        """
         events = self.events
         for event in events[self._derived :]:
             message = _message_of(event)
@@ -131,19 +165,63 @@ class Session:
 
     def last_turn(self) -> int:
         """The number of the latest turn that started (0 before any)."""
-        for event in reversed(self.events):
-            if event.type == "turn/start":
-                turn: int = event.data["turn"]
-                return turn
-        return 0
+        return self._last_turn
 
     def turn_end(self, turn: int) -> Mapping[str, Any] | None:
-        """The ``reason`` of turn ``turn``'s end, or None while it is open."""
+        """The ``reason`` of turn ``turn``'s end, or None while it is open (or unknown)."""
         for event in reversed(self.events):
             if event.type == "turn/end" and event.data["turn"] == turn:
                 reason: Mapping[str, Any] = event.data["reason"]
                 return reason
         return None
+
+    def close_open_turn(self) -> bool:
+        """Close the last turn if it has no ``turn/end`` (the process died during it).
+
+        Each tool call of the turn without a result gets an error result (code
+        ``TOOL_OUTCOME_UNKNOWN`` when its ``tool/call`` was logged, else
+        ``TOOL_NOT_STARTED``), an open step gets its ``step/end`` and the turn ends
+        with reason ``{"kind": "interrupted"}``. The turn's events are kept. Returns
+        True when it closed a turn.
+        """
+        turn = self._last_turn
+        if turn == 0 or self.turn_end(turn) is not None:
+            return False
+        start = max(e.seq for e in self.events if e.type == "turn/start" and e.data["turn"] == turn)
+        step = 0
+        step_open = False
+        # call id -> (step, name, whether its tool/call was logged), in model order.
+        unanswered: dict[str, tuple[int, str, bool]] = {}
+        for event in self.events[start:]:
+            data = event.data
+            if event.type == "step/start":
+                step, step_open = data["step"], True
+            elif event.type == "step/end":
+                step_open = False
+            elif event.type == "assistant/message" and not data.get("interrupted"):
+                for call in Message.from_json(data["message"]).tool_calls:
+                    unanswered[call.id] = (data["step"], call.name, False)
+            elif event.type == "tool/call":
+                unanswered[data["call_id"]] = (data["step"], data["name"], True)
+            elif event.type == "tool/result":
+                unanswered.pop(data["call_id"], None)
+        for call_id, (call_step, name, logged) in unanswered.items():
+            self.append(
+                "tool/result",
+                {
+                    "turn": turn,
+                    "step": call_step,
+                    "call_id": call_id,
+                    "name": name,
+                    "content": _UNKNOWN_OUTCOME if logged else _NOT_STARTED,
+                    "is_error": True,
+                    "code": "TOOL_OUTCOME_UNKNOWN" if logged else "TOOL_NOT_STARTED",
+                },
+            )
+        if step_open:
+            self.append("step/end", {"turn": turn, "step": step})
+        self.append("turn/end", {"turn": turn, "reason": {"kind": "interrupted"}})
+        return True
 
 
 def _message_of(event: SessionEvent) -> Message | None:

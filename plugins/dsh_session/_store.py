@@ -1,4 +1,4 @@
-"""The ``Sessions`` service: creates sessions and publishes what they record."""
+"""The ``Sessions`` service: holds live sessions and publishes what they record."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from dsh import Context, Service, hookspec
+from dsh import Context, Disposer, Service, hookspec
 
 from ._session import Session, SessionError, SessionEvent, SessionHeader
 
@@ -20,17 +20,23 @@ class SessionSpecs:
 
     @hookspec
     def session_created(self, session: Session) -> None:
-        """A session joined the store (new or resumed)."""
+        """A session joined the store (new or resumed). A listener that raises vetoes
+        it: the session leaves the store again and the error reaches the caller."""
+
+    @hookspec
+    def session_disposed(self, session: Session) -> None:
+        """A session left the store (its owner unloaded); persistence closes its file."""
 
     @hookspec
     def session_event(self, session: Session, event: SessionEvent) -> None:
-        """An event was appended; persistence listens here. A listener that raises
-        makes the append raise (after the event is in memory)."""
+        """An event was appended to a live session; persistence listens here. A
+        listener that raises makes the append raise (after the event is recorded)."""
 
     @hookspec
     def session_open(self, session_id: str) -> Any:
         """Serial: a persistence backend returns ``(header, events)`` of a stored
-        session, or None when it has no such session."""
+        session (a :class:`SessionHeader` and a list of :class:`SessionEvent`), or None
+        when it has no such session."""
 
 
 class Sessions(Service):
@@ -47,19 +53,37 @@ class Sessions(Service):
     def _publish(self, session: Session, event: SessionEvent) -> None:
         self.home_ctx.emit("session/event", session, event)
 
-    def _adopt(self, session: Session) -> Session:
-        """Hold ``session`` for as long as the calling plugin lives."""
+    def prepare(
+        self,
+        id: str | None = None,
+        cwd: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """A new, empty session that is not in the store yet (see :meth:`enter`)."""
+        header = SessionHeader(id or uuid.uuid4().hex, time.time(), cwd, dict(meta or {}))
+        return Session(header)
+
+    def enter(self, session: Session) -> Disposer:
+        """Hold ``session`` in the store while the calling plugin lives; returns the
+        exact disposer. From now on its appends publish ``session/event``; on removal
+        they stop and ``session/disposed`` is emitted. A live id raises
+        :class:`SessionError`."""
         sid = session.id
         if sid in self._live:
             raise SessionError(f'session "{sid}" already exists')
 
         def body() -> Iterator[Callable[[], None]]:
             self._live[sid] = session
-            yield functools.partial(self._live.pop, sid, None)
+            session._on_append = self._publish
+            yield functools.partial(self._drop, session)
             self.home_ctx.emit("session/created", session)
 
-        self.ctx.effect(body, label=f"session {sid}")
-        return session
+        return self.ctx.effect(body, label=f"session {sid}")
+
+    def _drop(self, session: Session) -> None:
+        del self._live[session.id]
+        session._on_append = None
+        self.home_ctx.emit("session/disposed", session)
 
     def create(
         self,
@@ -67,22 +91,40 @@ class Sessions(Service):
         cwd: str | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> Session:
-        """A new, empty session owned by the calling plugin."""
-        header = SessionHeader(id or uuid.uuid4().hex, time.time(), cwd, dict(meta or {}))
-        return self._adopt(Session(header, on_append=self._publish))
+        """A new, empty session held in the store while the calling plugin lives."""
+        session = self.prepare(id, cwd, meta)
+        self.enter(session)
+        return session
 
     async def resume(self, session_id: str) -> Session:
-        """The stored session ``session_id``, loaded by a persistence backend."""
+        """The stored session ``session_id``, loaded through ``session/open`` and held
+        in the store while the calling plugin lives. A turn the process died in is
+        closed (:meth:`Session.close_open_turn`), and the closing events are published.
+
+        Raises :class:`SessionError` when the id is live, when no listener knows it,
+        and when the stored log is malformed.
+        """
+        if session_id in self._live:
+            raise SessionError(f'session "{session_id}" already exists')
         stored = await self.home_ctx.serial("session/open", session_id)
         if stored is None:
             raise SessionError(
-                f'no stored session "{session_id}" (is a persistence plugin loaded?)'
+                f'no stored session "{session_id}" (is a session persistence plugin loaded?)'
             )
         header, events = stored
-        return self._adopt(Session(header, list(events), on_append=self._publish))
+        if not isinstance(header, SessionHeader) or header.id != session_id:
+            raise SessionError(
+                f'a session/open listener answered "{session_id}" with the header {header!r}'
+            )
+        session = Session(header, list(events))
+        self.enter(session)
+        session.close_open_turn()
+        return session
 
     def get(self, session_id: str) -> Session | None:
+        """The live session ``session_id``, or None."""
         return self._live.get(session_id)
 
     def list(self) -> list[Session]:
+        """Live sessions in the order they joined the store."""
         return list(self._live.values())
