@@ -12,6 +12,7 @@ from ._service import (
     DuplicateAdapterError,
     Llm,
     LlmAdapter,
+    LlmConfig,
     LlmRequestError,
     LlmSpecs,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "FinishReason",
     "Llm",
     "LlmAdapter",
+    "LlmConfig",
     "LlmError",
     "LlmFailure",
     "LlmFormatError",

@@ -6,6 +6,8 @@ import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from pydantic import BaseModel, ConfigDict
+
 from dsh import Disposer, DshError, Service, hookspec
 
 from ._types import Chunk, Finish, LlmError, LlmFailure, LlmRequest
@@ -16,6 +18,7 @@ __all__ = [
     "DuplicateAdapterError",
     "Llm",
     "LlmAdapter",
+    "LlmConfig",
     "LlmRequestError",
     "LlmSpecs",
 ]
@@ -70,11 +73,18 @@ class LlmSpecs:
         """An adapter was registered or removed."""
 
 
+class LlmConfig(BaseModel):
+    """Config of the ``llm`` plugin: it has no settings (unknown keys are errors)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class Llm(Service):
     """Routes requests to the adapter serving their model (ctx key ``llm``)."""
 
     key = "llm"
     name = "llm"
+    Config = LlmConfig
     hookspecs = LlmSpecs
 
     def __init__(self, ctx: Any, config: Any) -> None:

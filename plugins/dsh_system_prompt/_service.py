@@ -77,7 +77,10 @@ class SystemPrompt(Service):
 
     def __init__(self, ctx: Context, config: SystemPromptConfig | dict[str, Any] | None) -> None:
         if not isinstance(config, SystemPromptConfig):
-            config = validate_config(SystemPromptConfig, config, "system-prompt", None)
+            validated: SystemPromptConfig = validate_config(
+                SystemPromptConfig, config, "system-prompt", None
+            )
+            config = validated
         if config.tool_order is not None:
             check_tool_order(config.tool_order)
         ctx.events.add_hookspecs(SystemPromptSpecs)

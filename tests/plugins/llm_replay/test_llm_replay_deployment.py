@@ -1,0 +1,291 @@
+"""End to end from YAML: ``agent-core`` + ``llm-replay`` + a local tool plugin.
+
+The replay file sits next to the deployment and is named relatively, so it must be
+resolved against the YAML's directory, not the current one. A two-step turn (a tool
+call, then text) is driven through the real agent loop and checked in the session log;
+recording that session gives the replay file back. And a live run, recorded with
+``record_session``, replays to the same session log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from dsh import Context, DeploymentError, Disposer, load_deployment
+from dsh_agent_core import AgentCore
+from dsh_llm import (
+    BlockEnd,
+    BlockStart,
+    Chunk,
+    Finish,
+    LlmRequest,
+    Message,
+    ReasoningBlock,
+    ReasoningDelta,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+    ToolResultBlock,
+    Usage,
+    UsageChunk,
+    chunk_to_json,
+)
+from dsh_llm_replay import LlmReplay, ReplayAdapter, record_session
+from dsh_tools import Tool
+
+pytestmark = pytest.mark.anyio
+
+DEPLOYMENT = """\
+- id: core
+  name: agent-core
+  config:
+    model: replay
+    persona: "You are replay-agent on {{model}}."
+- id: replay
+  name: llm-replay
+  config:
+    file: recordings/run.jsonl
+- id: lookup
+  name: ./lookup_tool.py
+"""
+
+TOOL = """\
+from pydantic import BaseModel
+
+from dsh_tools import Tool
+
+name = "lookup-tool"
+inject = ["tools"]
+
+
+class LookupArgs(BaseModel):
+    key: str
+
+
+async def lookup(args: LookupArgs, call: object) -> str:
+    return f"value of {args.key}: 42"
+
+
+def apply(ctx, config):
+    yield ctx.tools.register(
+        Tool(name="lookup", description="Look a key up.", parameters=LookupArgs, execute=lookup)
+    )
+"""
+
+STEP_ONE: list[Chunk] = [
+    BlockStart(0, "reasoning"),
+    ReasoningDelta(0, "I should look it up."),
+    BlockEnd(0),
+    BlockStart(1, "text"),
+    TextDelta(1, "Let me "),
+    TextDelta(1, "look."),
+    BlockEnd(1),
+    BlockStart(2, "tool-call"),
+    ToolCallDelta(2, "call_1", '{"key": ', name="lookup"),
+    ToolCallDelta(2, None, '"answer"}'),
+    BlockEnd(2),
+    UsageChunk(Usage(120, 30)),
+    Finish("tool-calls"),
+]
+STEP_TWO: list[Chunk] = [
+    BlockStart(0, "text"),
+    TextDelta(0, "The answer "),
+    TextDelta(0, "is 42."),
+    BlockEnd(0),
+    UsageChunk(Usage(180, 8, cache_read_tokens=100)),
+    Finish("stop"),
+]
+
+
+def recording(*streams: tuple[int, int, list[Chunk]]) -> str:
+    return "".join(
+        json.dumps({"turn": t, "step": s, "chunks": [chunk_to_json(c) for c in chunks]}) + "\n"
+        for t, s, chunks in streams
+    )
+
+
+def deploy(directory: Path, replay_text: str) -> Path:
+    (directory / "recordings").mkdir()
+    (directory / "recordings" / "run.jsonl").write_text(replay_text, encoding="utf-8")
+    (directory / "lookup_tool.py").write_text(TOOL, encoding="utf-8")
+    path = directory / "dsh.yml"
+    path.write_text(DEPLOYMENT, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A deployment directory that is not the current directory."""
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    deployment = tmp_path / "deploy"
+    deployment.mkdir()
+    return deployment
+
+
+def turn_types(events: list[Any]) -> list[str]:
+    """Event types with each run of ``assistant/chunk`` collapsed to ``chunks xN``."""
+    out: list[str] = []
+    for event in events:
+        if event.type == "assistant/chunk" and out and out[-1].startswith("chunks x"):
+            out[-1] = f"chunks x{int(out[-1][8:]) + 1}"
+        elif event.type == "assistant/chunk":
+            out.append("chunks x1")
+        else:
+            out.append(event.type)
+    return out
+
+
+async def test_a_two_step_turn_replays_through_the_agent_loop(elsewhere: Path) -> None:
+    text = recording((1, 1, STEP_ONE), (1, 2, STEP_TWO))
+    path = deploy(elsewhere, text)
+    async with Context() as root:
+        deployment = await load_deployment(path, root)
+        adapter: ReplayAdapter = deployment.instance.fibers["replay"].instance.adapter
+        assert adapter.source == str(elsewhere / "recordings" / "run.jsonl")
+        assert root.llm.models() == ["replay"]
+
+        agent = root.agents.get("main")
+        agent.send("What is the answer?")
+        await agent.when_idle()
+
+        events = agent.session.events
+        assert turn_types(events) == [
+            "turn/start",
+            "user/message",
+            "step/start",
+            "request/header",
+            f"chunks x{len(STEP_ONE)}",
+            "assistant/message",
+            "tool/call",
+            "tool/result",
+            "step/end",
+            "step/start",
+            f"chunks x{len(STEP_TWO)}",
+            "assistant/message",
+            "step/end",
+            "turn/end",
+        ]
+        assert agent.session.derive_messages() == [
+            Message.user("What is the answer?"),
+            Message(
+                "assistant",
+                (
+                    ReasoningBlock("I should look it up."),
+                    TextBlock("Let me look."),
+                    ToolCallBlock("call_1", "lookup", '{"key": "answer"}'),
+                ),
+            ),
+            Message("tool", (ToolResultBlock("call_1", "value of answer: 42"),)),
+            Message("assistant", (TextBlock("The answer is 42."),)),
+        ]
+        by_type = {e.type: e.data for e in events}
+        assert by_type["turn/end"] == {"turn": 1, "reason": {"kind": "completed"}}
+        assert by_type["tool/call"]["name"] == "lookup"
+        assert by_type["assistant/message"]["usage"] == {
+            "input_tokens": 180,
+            "output_tokens": 8,
+            "cache_read_tokens": 100,
+        }
+        assert "You are replay-agent on replay." in by_type["request/header"]["header"]["system"]
+        assert adapter.unplayed() == []
+
+        # Recording the session gives back the replay file, line for line.
+        assert record_session(agent.session) == text
+
+        # A turn that was never recorded ends in error with REPLAY_MISSING.
+        agent.send("And again?")
+        await agent.when_idle()
+        end = agent.session.events[-1]
+        assert end.type == "turn/end"
+        assert end.data["turn"] == 2
+        reason = end.data["reason"]
+        assert reason["kind"] == "error"
+        assert reason["code"] == "REPLAY_MISSING"
+        assert "no recorded stream for turn 2, step 1 in" in reason["message"]
+
+        await deployment.dispose()
+        assert root.get("llm") is None
+
+
+async def test_a_malformed_replay_file_fails_the_deployment(elsewhere: Path) -> None:
+    text = recording((1, 1, STEP_ONE)) + '{"turn": 1, "step": 1, "chunks": []}\n'
+    path = deploy(elsewhere, text)
+    replay = elsewhere / "recordings" / "run.jsonl"
+    async with Context() as root:
+        with pytest.raises(DeploymentError) as caught:
+            await load_deployment(path, root)
+        message = str(caught.value)
+        assert f"{path}:6: entry 'replay'" in message
+        assert "ReplayFileError" in message
+        assert (
+            f"{replay}:2: a second recording for turn 1, step 1 (the first is on line 1)" in message
+        )
+        assert root.get("llm") is None
+
+
+class Scripted:
+    """A live model: a tool call first, then an answer quoting the tool result."""
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
+        last = request.messages[-1]
+        results = [b for b in last.content if isinstance(b, ToolResultBlock)]
+        if results:
+            yield TextDelta(0, f"It said: {results[0].content}")
+            yield UsageChunk(Usage(9, 4))
+            yield Finish("stop")
+            return
+        # Quirks the assembler tolerates: no block-start, the id on the first fragment.
+        yield ToolCallDelta(0, "c1", '{"key": ', name="lookup")
+        yield ToolCallDelta(0, None, f'"{last.text}"}}')
+        yield Finish("tool-calls")
+
+
+class LookupArgs(BaseModel):
+    key: str
+
+
+async def lookup(args: LookupArgs, call: object) -> str:
+    return f"value of {args.key}: 42"
+
+
+def lookup_plugin(ctx: Context, config: None) -> Iterator[Disposer]:
+    yield ctx.tools.register(
+        Tool(name="lookup", description="Look a key up.", parameters=LookupArgs, execute=lookup)
+    )
+
+
+def live_model(ctx: Context, config: None) -> Iterator[Disposer]:
+    yield ctx.llm.register_adapter(["live"], Scripted())
+
+
+async def run_agent(model_plugin: Any, model_config: Any) -> tuple[list[str], list[Message], str]:
+    async with Context() as root:
+        await root.plugin(AgentCore, {"model": "live"})
+        await root.plugin(lookup_plugin)
+        await root.plugin(model_plugin, model_config)
+        agent = root.agents.get("main")
+        agent.send("colour")
+        await agent.when_idle()
+        session = agent.session
+        return turn_types(session.events), session.derive_messages(), record_session(session)
+
+
+async def test_a_live_run_recorded_replays_the_same(tmp_path: Path) -> None:
+    live_types, live_messages, text = await run_agent(live_model, None)
+    assert live_messages[-1] == Message("assistant", (TextBlock("It said: value of colour: 42"),))
+    assert live_types[-1] == "turn/end"
+    path = tmp_path / "live.jsonl"
+    path.write_text(text, encoding="utf-8")
+
+    types, messages, again = await run_agent(LlmReplay, {"file": str(path), "models": ["live"]})
+    assert types == live_types
+    assert messages == live_messages
+    assert again == text
