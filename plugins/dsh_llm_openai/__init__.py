@@ -1,0 +1,25 @@
+"""OpenAI-compatible chat completions (DeepSeek, OpenAI, Ollama, vLLM, llama.cpp).
+
+YAML name ``llm-openai``; it injects ``llm`` and registers one adapter for its
+configured ``models``. See this package's README.
+"""
+
+from __future__ import annotations
+
+from ._adapter import OpenAIAdapter, retry_after
+from ._config import DEFAULT_BASE_URL, OpenAICompatibleConfig
+from ._plugin import OpenAICompatible
+from ._wire import StreamDecoder, request_body
+
+plugin = OpenAICompatible
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "OpenAIAdapter",
+    "OpenAICompatible",
+    "OpenAICompatibleConfig",
+    "StreamDecoder",
+    "plugin",
+    "request_body",
+    "retry_after",
+]

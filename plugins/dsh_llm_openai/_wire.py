@@ -1,0 +1,358 @@
+"""The chat-completions wire format: requests out, server-sent event payloads in.
+
+No I/O here: :func:`request_body` builds the JSON body of one call and
+:class:`StreamDecoder` turns decoded ``data:`` payloads into dsh chunks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dsh_llm import (
+    BlockEnd,
+    BlockStart,
+    Chunk,
+    Finish,
+    LlmFailure,
+    LlmRequest,
+    Message,
+    ReasoningBlock,
+    ReasoningDelta,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+    ToolResultBlock,
+    Usage,
+    UsageChunk,
+)
+
+__all__ = ["BadResponse", "ServerStreamError", "StreamDecoder", "StreamError", "request_body"]
+
+_FINISH: dict[str, Any] = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
+
+
+# -- request ------------------------------------------------------------------------------
+
+
+def request_body(request: LlmRequest, *, send_reasoning: bool = False) -> dict[str, Any]:
+    """The JSON body of a streamed chat-completions call for ``request``."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        _append_message(messages, message, send_reasoning)
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": messages,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+            for tool in request.tools
+        ]
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    return body
+
+
+def _append_message(out: list[dict[str, Any]], message: Message, send_reasoning: bool) -> None:
+    # Tool results become one "tool" message each, placed before the message's text.
+    out.extend(
+        {"role": "tool", "tool_call_id": block.tool_call_id, "content": block.content}
+        for block in message.content
+        if isinstance(block, ToolResultBlock)
+    )
+    text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+    if message.role == "assistant":
+        calls = [
+            {
+                "id": b.id,
+                "type": "function",
+                "function": {"name": b.name, "arguments": b.arguments},
+            }
+            for b in message.content
+            if isinstance(b, ToolCallBlock)
+        ]
+        if not text and not calls:
+            return  # reasoning only (an interrupted answer): nothing the server accepts
+        entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            entry["tool_calls"] = calls
+        if send_reasoning:
+            entry["reasoning_content"] = "".join(
+                b.text for b in message.content if isinstance(b, ReasoningBlock)
+            )
+        out.append(entry)
+    elif message.role == "user" and (
+        text or not any(isinstance(b, ToolResultBlock) for b in message.content)
+    ):
+        out.append({"role": "user", "content": text})
+
+
+# -- stream -------------------------------------------------------------------------------
+
+
+class StreamError(Exception):
+    """The stream cannot go on; ``code`` is the failure code to report."""
+
+    code = "BAD_RESPONSE"
+
+
+class BadResponse(StreamError):
+    """A ``data:`` payload is not what a chat-completions stream sends."""
+
+
+class ServerStreamError(StreamError):
+    """The server sent an ``error`` object instead of a chunk."""
+
+    code = "SERVER_ERROR"
+
+
+def _int(value: Any, what: str) -> int:
+    if type(value) is not int:
+        raise BadResponse(f"{what} is {value!r}, not an integer")
+    return value
+
+
+def _optional_int(data: Any, key: str, what: str) -> int | None:
+    if not isinstance(data, dict):
+        return None
+    value = data.get(key)
+    return None if value is None else _int(value, what)
+
+
+def _usage(data: Any) -> Usage:
+    if not isinstance(data, dict):
+        raise BadResponse(f"usage is {data!r}, not an object")
+    prompt = _int(data.get("prompt_tokens", 0), "usage.prompt_tokens")
+    completion = _int(data.get("completion_tokens", 0), "usage.completion_tokens")
+    # DeepSeek reports cache hits at the top level, OpenAI in prompt_tokens_details.
+    cached = _optional_int(data, "prompt_cache_hit_tokens", "usage.prompt_cache_hit_tokens")
+    if cached is None:
+        cached = _optional_int(
+            data.get("prompt_tokens_details"),
+            "cached_tokens",
+            "usage.prompt_tokens_details.cached_tokens",
+        )
+    reasoning = _optional_int(
+        data.get("completion_tokens_details"),
+        "reasoning_tokens",
+        "usage.completion_tokens_details.reasoning_tokens",
+    )
+    return Usage(
+        input_tokens=max(prompt - (cached or 0), 0),
+        output_tokens=completion,
+        cache_read_tokens=cached,
+        reasoning_tokens=reasoning,
+    )
+
+
+class _ToolCall:
+    __slots__ = ("has_id", "has_name", "index")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.has_id = False
+        self.has_name = False
+
+
+class StreamDecoder:
+    """Turns the payloads of one stream into chunks, in order.
+
+    Feed each decoded ``data:`` JSON payload to :meth:`feed` and call :meth:`end`
+    when the stream is over; both append to ``out``. Blocks get indexes in order of
+    first appearance. A text or reasoning block ends when other content starts; tool
+    calls (merged by their ``index``) end with the stream. Usage and the finish are
+    held back until :meth:`end`, so usage always precedes the finish.
+    """
+
+    __slots__ = (
+        "_content",
+        "_finish",
+        "_kind",
+        "_next",
+        "_open",
+        "_reason",
+        "_request_id",
+        "_tools",
+        "_usage",
+    )
+
+    def __init__(self, request_id: str | None = None) -> None:
+        self._request_id = request_id  # carried by the failures this decoder reports
+        self._next = 0  # the next block index
+        self._kind: str | None = None  # "text" / "reasoning" while such a block is open
+        self._open = -1  # the index of that block
+        self._tools: dict[int, _ToolCall] = {}  # provider tool-call index -> state
+        self._usage: Usage | None = None
+        self._reason: str | None = None  # finish_reason, once seen
+        self._finish: Finish | None = None
+        self._content = False  # saw text or a tool call
+
+    def feed(self, payload: Any, out: list[Chunk]) -> None:
+        """Take one decoded ``data:`` payload; raises :class:`BadResponse` on a bad shape."""
+        if not isinstance(payload, dict):
+            raise BadResponse(f"expected a JSON object, got {payload!r}")
+        usage = payload.get("usage")
+        if usage is not None:
+            self._usage = _usage(usage)
+        choices = payload.get("choices")
+        if not choices:
+            error = payload.get("error")
+            if error is not None:
+                message = error.get("message") if isinstance(error, dict) else error
+                if not isinstance(message, str) or not message:
+                    message = json.dumps(error)
+                raise ServerStreamError(f"the server reported an error mid-stream: {message}")
+            return  # the usage-only chunk, or a keep-alive
+        if not isinstance(choices, list):
+            raise BadResponse(f"choices is {choices!r}, not a list")
+        choice = choices[0]  # only the first choice: dsh never asks for n > 1
+        if not isinstance(choice, dict):
+            raise BadResponse(f"a choice is {choice!r}, not an object")
+        if self._reason is not None:
+            return  # nothing counts after finish_reason but usage
+        delta = choice.get("delta")
+        if delta:
+            if not isinstance(delta, dict):
+                raise BadResponse(f"delta is {delta!r}, not an object")
+            # DeepSeek and vLLM say reasoning_content; Ollama and newer vLLM say reasoning.
+            reasoning = delta.get("reasoning_content")
+            if reasoning is None and type(delta.get("reasoning")) is str:
+                reasoning = delta["reasoning"]
+            if reasoning:
+                self._text("reasoning", reasoning, out)
+            content = delta.get("content")
+            if content:
+                self._text("text", content, out)
+            calls = delta.get("tool_calls")
+            if calls:
+                self._tool_calls(calls, out)
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            self._finish_reason(reason, out)
+
+    def _text(self, kind: str, text: Any, out: list[Chunk]) -> None:
+        if type(text) is not str:
+            raise BadResponse(f"a {kind} delta is {text!r}, not a string")
+        if self._kind != kind:
+            self._close_text(out)
+            self._kind = kind
+            self._open = index = self._next
+            self._next += 1
+            out.append(BlockStart(index, "text" if kind == "text" else "reasoning"))
+        if kind == "text":
+            self._content = True
+            out.append(TextDelta(self._open, text))
+        else:
+            out.append(ReasoningDelta(self._open, text))
+
+    def _close_text(self, out: list[Chunk]) -> None:
+        if self._kind is not None:
+            out.append(BlockEnd(self._open))
+            self._kind = None
+
+    def _tool_calls(self, calls: Any, out: list[Chunk]) -> None:
+        if not isinstance(calls, list):
+            raise BadResponse(f"tool_calls is {calls!r}, not a list")
+        self._close_text(out)
+        self._content = True
+        for position, call in enumerate(calls):
+            if not isinstance(call, dict):
+                raise BadResponse(f"a tool call is {call!r}, not an object")
+            key = call.get("index")
+            if key is None:
+                key = position  # servers that send whole calls may leave the index out
+            elif type(key) is not int:
+                raise BadResponse(f"a tool call index is {key!r}, not an integer")
+            function = call.get("function") or {}
+            if not isinstance(function, dict):
+                raise BadResponse(f"a tool call's function is {function!r}, not an object")
+            call_id = call.get("id") or None
+            name = function.get("name") or None
+            arguments = function.get("arguments") or ""
+            if isinstance(arguments, dict):
+                arguments = json.dumps(arguments)  # a whole call, sent as an object
+            for value, what in ((call_id, "id"), (name, "name"), (arguments, "arguments")):
+                if value is not None and type(value) is not str:
+                    raise BadResponse(f"a tool call's {what} is {value!r}, not a string")
+            state = self._tools.get(key)
+            if state is None:
+                state = self._tools[key] = _ToolCall(self._next)
+                self._next += 1
+                out.append(BlockStart(state.index, "tool-call"))
+            # The id and the name go out once, with the first fragment that has them.
+            if state.has_id:
+                call_id = None
+            if state.has_name:
+                name = None
+            if call_id is None and name is None and not arguments:
+                continue
+            state.has_id = state.has_id or call_id is not None
+            state.has_name = state.has_name or name is not None
+            out.append(ToolCallDelta(state.index, call_id, arguments, name=name))
+
+    def _finish_reason(self, reason: Any, out: list[Chunk]) -> None:
+        if type(reason) is not str:
+            raise BadResponse(f"finish_reason is {reason!r}, not a string")
+        self._reason = reason
+        self._close_text(out)
+        out.extend(BlockEnd(state.index) for state in self._tools.values())
+        kind = _FINISH.get(reason)
+        if kind is None:
+            code = "".join(c if c.isalnum() else "_" for c in reason).upper() or "UNKNOWN"
+            self._finish = Finish(
+                "error",
+                LlmFailure(
+                    f'the model stopped with finish_reason "{reason}"',
+                    code,
+                    request_id=self._request_id,
+                ),
+            )
+        elif kind != "max-tokens" and not self._content:
+            self._finish = Finish(
+                "error",
+                LlmFailure(
+                    "the model returned an empty answer (no text and no tool calls)",
+                    "EMPTY_RESPONSE",
+                    request_id=self._request_id,
+                ),
+            )
+        else:
+            self._finish = Finish(kind)
+
+    def end(self, out: list[Chunk]) -> Finish:
+        """The stream is over: append the usage (if any) and the finish; return the finish.
+
+        Without a ``finish_reason`` the finish is ``error`` ``STREAM_INTERRUPTED``, and
+        the open blocks stay open.
+        """
+        if self._usage is not None:
+            out.append(UsageChunk(self._usage))
+        finish = self._finish or Finish(
+            "error",
+            LlmFailure(
+                "the stream ended before the model finished (no finish_reason)",
+                "STREAM_INTERRUPTED",
+                request_id=self._request_id,
+            ),
+        )
+        out.append(finish)
+        return finish
+
+    def fail(self, failure: LlmFailure, out: list[Chunk]) -> None:
+        """The stream broke: append the usage (if any) and an error finish."""
+        if self._usage is not None:
+            out.append(UsageChunk(self._usage))
+        out.append(Finish("error", failure))
