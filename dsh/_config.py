@@ -73,9 +73,9 @@ def _unknown_keys(
             if key in raw:
                 _unknown_keys(getattr(value, name), raw[key], (*loc, key), out)
     elif isinstance(value, Mapping) and isinstance(raw, Mapping):
-        for key, item in value.items():
-            if key in raw:
-                _unknown_keys(item, raw[key], (*loc, key), out)
+        # Pair by position: validation may coerce the keys ("1" -> 1) but keeps the order.
+        for (key, raw_item), item in zip(raw.items(), value.values(), strict=False):
+            _unknown_keys(item, raw_item, (*loc, key), out)
     elif (
         isinstance(value, Sequence)
         and not isinstance(value, str)

@@ -135,7 +135,8 @@ class Fiber:
                 began.append(d)
                 if d._begin():
                     pending.append(d)
-        waiting = list(self._inflight)
+        # The root's own dispose is the unwind running this call: never wait for it.
+        waiting = [d for d in self._inflight if d is not self.dispose]
         with anyio.CancelScope(shield=True):
             if len(pending) == 1 and not waiting:
                 await pending[0]._finish_inline()
@@ -216,17 +217,14 @@ class Fiber:
         """Start a transition if the desired state changed; True if one is running."""
         if self._driving:
             return True
-        if self.state is FiberState.DISPOSED:
-            return False
-        target = self._epoch()
-        if self._loaded is not None:
-            if target == self._loaded:
+        # Callers only refresh a loaded fiber after its epoch changed (or was made stale).
+        if self._loaded is None:
+            target = self._epoch()
+            if target is None:
+                if not self._disposed:
+                    return False
+            elif self.state is FiberState.FAILED and target == self._failed:
                 return False
-        elif target is None:
-            if not self._disposed:
-                return False
-        elif self.state is FiberState.FAILED and target == self._failed:
-            return False
         self._driving = True
         self.runtime.transition_started()
         self.runtime.spawn(self._drive)
@@ -322,8 +320,8 @@ class Fiber:
             self.logger.error('plugin "%s": error while disposing it', self.name, exc_info=exc)
 
     def _forget(self) -> None:
-        if self.spec is not None:
-            self.runtime.forget(self, self.spec.inject)
+        assert self.spec is not None  # only plugin fibers are disposed this way
+        self.runtime.forget(self, self.spec.inject)
 
     # -- the public controls ------------------------------------------------------------
 

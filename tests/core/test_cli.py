@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -203,3 +205,193 @@ def test_console_script_runs_in_a_subprocess() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{HELLO}: ok")
+
+
+# -- agents: run, prompt and check --------------------------------------------------------
+
+ECHO = Path(__file__).parents[2] / "examples" / "echo-agent" / "dsh.yml"
+
+
+def echo_deployment(tmp_path: Path, core: str, extra: str = "") -> Path:
+    """The echo example's model and tool with another agent-core config."""
+    for name in ("mock_model.py", "echo_tool.py"):
+        shutil.copy(ECHO.parent / name, tmp_path / name)
+    return write(
+        tmp_path,
+        f"""\
+        - {{id: model, name: ./mock_model.py}}
+        - {{id: agent-core, name: agent-core, config: {core}}}
+        - {{id: echo, name: ./echo_tool.py}}
+        {extra}""",
+    )
+
+
+TWO_AGENTS = "{model: echo-mock, persona: 'On {{model}}.', agents: [{id: a}, {id: b}]}"
+
+
+def test_run_one_shot(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", str(ECHO), "-p", "echo hello"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "The echo tool returned: hello\n"
+    assert captured.err == '[tool] echo {"text": "hello"}\n[tool] echo -> hello\n'
+
+
+def test_run_repl_reads_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("echo hi\n/exit\n"))
+    assert cli.main(["run", str(ECHO)]) == 0
+    assert capsys.readouterr().out == "The echo tool returned: hi\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO("hello"))
+    assert cli.main(["run", str(ECHO), "--agent", "main"]) == 0
+    assert capsys.readouterr().out == "You said: hello. Try `echo <words>`.\n"
+
+
+def test_run_with_unreadable_stdin_ends_at_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Unreadable:
+        def isatty(self) -> bool:
+            return False
+
+        def readline(self) -> str:
+            raise OSError("reading from stdin while output is captured")
+
+    monkeypatch.setattr("sys.stdin", Unreadable())
+    assert cli.main(["run", str(ECHO)]) == 0
+    assert capsys.readouterr() == ("", "")
+
+
+def test_run_picks_the_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = echo_deployment(tmp_path, TWO_AGENTS)
+    assert cli.main(["run", str(path), "-p", "hi"]) == 1
+    assert capsys.readouterr().err == (
+        'several agents are running ("a", "b"): name one '
+        '(dsh run --agent ID, or the stdio-agent config key "agent")\n'
+    )
+    assert cli.main(["run", str(path), "--agent", "b", "-p", "hi"]) == 0
+    assert capsys.readouterr().out == "You said: hi. Try `echo <words>`.\n"
+    assert cli.main(["run", str(path), "--agent", "c", "-p", "hi"]) == 1
+    assert capsys.readouterr().err == 'unknown agent "c"; known agents: "a", "b"\n'
+
+
+def test_run_uses_the_deployment_front_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = "- {id: chat, name: stdio-agent, config: {agent: b}}\n"
+    path = echo_deployment(tmp_path, TWO_AGENTS, extra)
+    assert cli.main(["run", str(path), "-p", "echo from b"]) == 0
+    assert capsys.readouterr().out == "The echo tool returned: from b\n"
+
+
+def test_run_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", str(HELLO), "-p", "hi"]) == 1
+    assert capsys.readouterr().err == (
+        f"{HELLO}: there is no agent to talk to (the deployment does not load "
+        "agent-core, or the agents/sessions/system-prompt services)\n"
+    )
+    broken = write(tmp_path, "- {name: nothing-like-this}\n")
+    assert cli.main(["run", str(broken), "-p", "hi"]) == 1
+    assert 'unknown plugin "nothing-like-this"' in capsys.readouterr().err
+
+
+def test_run_reports_a_failed_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = echo_deployment(tmp_path, "{model: unknown-model}")
+    assert cli.main(["run", str(path), "-p", "hi"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("[error] ")
+    assert "unknown-model" in err
+
+
+def test_ctrl_c_while_loading(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "load_deployment", interrupted)
+    assert cli.main(["run", str(ECHO)]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_check_renders_each_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["check", str(ECHO)]) == 0
+    assert capsys.readouterr().out == (
+        f'{ECHO}: ok (3 plugin entries active, prompt renders for agent "main" (1 tools))\n'
+    )
+    path = echo_deployment(tmp_path, TWO_AGENTS)
+    assert cli.main(["check", str(path)]) == 0
+    assert capsys.readouterr().out == (
+        f"{path}: ok (3 plugin entries active, prompt renders for agents "
+        '"a" (1 tools), "b" (1 tools))\n'
+    )
+    assert cli.main(["check", str(path), "--agent", "b"]) == 0
+    assert capsys.readouterr().out.endswith('prompt renders for agent "b" (1 tools))\n')
+    assert cli.main(["check", str(path), "--agent", "z"]) == 1
+    assert capsys.readouterr().err == 'unknown agent "z"; known agents: "a", "b"\n'
+
+
+def test_check_names_the_agent_section_and_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    core = "{model: echo-mock, persona: 'On {{model}}, {{typo}}.', agents: [{id: a}, {id: b}]}"
+    path = echo_deployment(tmp_path, core)
+    assert cli.main(["check", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    for line, agent in zip(err, "ab", strict=True):
+        assert line.startswith(
+            f'{path}: the system prompt of agent "{agent}" does not render: '
+            'unknown prompt variable "{{typo}}" in section "deployment:persona"'
+        )
+
+
+def test_prompt_shows_the_agent_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["prompt", str(ECHO)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "You are an AI agent powered by dsh.\n\n"
+        "You are echo-agent, running on echo-mock. Answer briefly.\n\n"
+        "Use the echo tool when asked to echo.\n\n--- tools (1) ---\n"
+    )
+    assert cli.main(["prompt", "--json", "--agent", "main", str(ECHO)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["agent"] == "main"
+    assert [tool["name"] for tool in doc["tools"]] == ["echo"]
+    assert "running on echo-mock" in doc["system"]
+    assert cli.main(["prompt", "--agent", "nobody", str(ECHO)]) == 1
+    assert capsys.readouterr().err == 'unknown agent "nobody"; known agents: "main"\n'
+    assert cli.main(["prompt", "--agent", "nobody", str(HELLO)]) == 1
+    assert capsys.readouterr().err == 'unknown agent "nobody"; known agents: (none)\n'
+
+
+def test_prompt_global_view_with_several_agents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = echo_deployment(tmp_path, TWO_AGENTS)
+    assert cli.main(["prompt", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        'prompt variable "{{model}}" has no value for this assembly '
+        '(section "deployment:persona")\n'
+        '(that is the global view; choose an agent with --agent: "a", "b")\n'
+    )
+    assert cli.main(["prompt", str(path), "--agent", "a"]) == 0
+    assert "On echo-mock." in capsys.readouterr().out
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    path = echo_deployment(plain, "{model: echo-mock, persona: Plain., agents: [{id: a}, {id: b}]}")
+    assert cli.main(["prompt", "--json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "agent" not in doc
+    assert "Plain." in doc["system"]
+
+
+def test_prompt_render_failure_without_agents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "- {id: sp, name: system-prompt, config: {persona: 'On {{modle}}.'}}\n")
+    assert cli.main(["prompt", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        'unknown prompt variable "{{modle}}" in section "deployment:persona"; '
+        "registered variables: (none)\n"
+    )

@@ -1,0 +1,178 @@
+"""Config validation with pydantic at activation (ARCHITECTURE §3.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import pydantic
+import pytest
+
+from dsh import ConfigError, Context, DshError, Fiber, FiberState, Plugin
+
+pytestmark = pytest.mark.anyio
+
+
+def state(fiber: Fiber) -> FiberState:
+    """The fiber's state, read afresh (mypy would keep an earlier narrowing)."""
+    return fiber.state
+
+
+class Leaf(pydantic.BaseModel):
+    x: int = 1
+
+
+class Open(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+    leaf: Leaf = Leaf()
+
+
+class Shape(pydantic.BaseModel):
+    name: str = "shape"
+    count: int = 0
+    tags: list[str] = []
+    leaf: Leaf = Leaf()
+    leaves: list[Leaf] = []
+    by_name: dict[str, Leaf] = {}
+    by_id: dict[int, Leaf] = {}
+    open: Open = Open()
+    aliased: int = pydantic.Field(default=0, alias="Aliased")
+
+
+class Shaped(Plugin):
+    Config = Shape
+    seen: ClassVar[list[Shape]] = []
+
+    def setup(self) -> None:
+        self.seen.append(self.config)
+
+
+async def start(config: Any) -> Any:
+    async with Context() as root:
+        fiber = root.plugin(Shaped, config)
+        try:
+            await fiber
+        except ConfigError as exc:
+            assert state(fiber) is FiberState.FAILED
+            return exc
+        return fiber.config
+
+
+async def test_defaults_are_applied() -> None:
+    config = await start(None)
+    assert config == Shape()
+    config = await start({"count": 3, "leaves": [{}], "Aliased": 4})
+    assert config.count == 3
+    assert config.leaves == [Leaf(x=1)]
+    assert config.aliased == 4
+
+
+async def test_validation_happens_at_activation_and_config_is_none_until_then() -> None:
+    async with Context() as root:
+        fiber = root.plugin(Shaped, {"count": "many"})  # no error yet
+        assert state(fiber) is FiberState.LOADING
+        assert fiber.config is None
+        with pytest.raises(ConfigError):
+            await fiber
+
+        class Waiting(Plugin):
+            Config = Shape
+            inject = ("missing",)
+
+        pending = root.plugin(Waiting, {"count": 1})
+        await pending
+        assert state(pending) is FiberState.PENDING
+        assert pending.config is None
+
+
+async def test_config_error_names_the_plugin_and_lists_each_problem() -> None:
+    exc = await start({"count": "many", "leaf": {"x": "wide"}, "leaves": [{}, {"x": []}]})
+    assert isinstance(exc, ConfigError)
+    assert isinstance(exc, ValueError)
+    assert isinstance(exc, DshError)
+    assert exc.code == "CONFIG_INVALID"
+    lines = str(exc).splitlines()
+    assert lines[0] == 'invalid config for plugin "Shaped":'
+    assert lines[1:] == [
+        "  - Input should be a valid integer, unable to parse string as an integer (at count)",
+        "  - Input should be a valid integer, unable to parse string as an integer (at leaf.x)",
+        "  - Input should be a valid integer (at leaves.1.x)",
+    ]
+
+
+async def test_a_config_that_is_not_a_mapping() -> None:
+    exc = await start([1, 2])
+    assert isinstance(exc, ConfigError)
+    assert "(at <config>)" in str(exc)
+
+
+@pytest.mark.parametrize(
+    ("config", "where"),
+    [
+        ({"colour": "red"}, "colour"),
+        ({"leaf": {"y": 1}}, "leaf.y"),
+        ({"leaves": [{}, {"y": 1}]}, "leaves.1.y"),
+        ({"by_name": {"a": {"y": 1}}}, "by_name.a.y"),
+        ({"by_id": {"1": {}, "2": {"y": 1}}}, "by_id.2.y"),  # keys coerced to int
+        ({"open": {"anything": 1, "leaf": {"y": 2}}}, "open.leaf.y"),
+    ],
+)
+async def test_unknown_keys_are_errors_at_every_level(config: Any, where: str) -> None:
+    exc = await start(config)
+    assert isinstance(exc, ConfigError)
+    assert f"Extra inputs are not permitted (at {where})" in str(exc)
+    assert len(str(exc).splitlines()) == 2  # exactly one problem
+
+
+async def test_a_model_with_extra_allow_accepts_unknown_keys() -> None:
+    config = await start({"open": {"anything": 1}, "tags": ["a"], "name": "n"})
+    assert config.open.anything == 1
+    assert config.tags == ["a"]
+
+
+async def test_a_model_forbidding_extras_reports_through_pydantic() -> None:
+    class Strict(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="forbid")
+        a: int = 0
+
+    class P(Plugin):
+        Config = Strict
+
+    async with Context() as root:
+        with pytest.raises(ConfigError, match=r"Extra inputs are not permitted \(at b\)"):
+            await root.plugin(P, {"b": 1})
+
+
+async def test_a_validated_instance_passes() -> None:
+    config = await start(Shape(count=9))
+    assert config == Shape(count=9)
+
+
+async def test_no_config_model_passes_the_raw_config_through() -> None:
+    seen: list[Any] = []
+    async with Context() as root:
+        raw = {"anything": [1, 2]}
+        fiber = await root.plugin(lambda ctx, config: seen.append(config), raw)
+        assert seen == [raw]
+        assert fiber.config is raw
+
+
+class Entry:
+    """A stand-in for a deployment entry (``dsh.EntryInfo``)."""
+
+    where = "dsh.yml:3: entry 'shaped'"
+
+    def locate(self, loc: Sequence[str | int]) -> str:
+        return f"dsh.yml:{4 + len(loc)}"
+
+
+async def test_config_error_of_a_deployment_entry_names_file_line_and_id() -> None:
+    async with Context() as root:
+        fiber = root._plugin(Shaped, {"leaf": {"x": "wide"}}, entry=Entry())
+        with pytest.raises(ConfigError) as info:
+            await fiber
+    assert str(info.value).splitlines() == [
+        "invalid config for plugin \"Shaped\" (dsh.yml:3: entry 'shaped'):",
+        "  - dsh.yml:6: Input should be a valid integer, unable to parse string as an integer "
+        "(at leaf.x)",
+    ]
