@@ -8,8 +8,8 @@ no scopes, no async and no waterfall (see ``docs/rfc/0002``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
-from types import ModuleType
+from collections.abc import Callable, Coroutine, Iterator
+from types import CoroutineType, ModuleType
 from typing import Any
 
 import anyio
@@ -150,6 +150,8 @@ class EventBus:
     def emit(self, name: str, args: tuple[Any, ...], scope: object) -> None:
         ev = self.event(name)
         ev.check_args(args)
+        if not ev.listeners():
+            return
         errors: list[Exception] = []
         for listener in _heard_by(ev, scope):
             try:
@@ -245,9 +247,13 @@ def _call_sync(listener: Listener, args: tuple[Any, ...], name: str, mode: str) 
 
 
 class _Chain:
-    """One waterfall dispatch: listener ``i`` receives a :class:`_Next` for ``i + 1``."""
+    """One waterfall dispatch: listener ``i`` receives a :class:`_Next` for ``i + 1``.
 
-    __slots__ = ("args", "inner", "listeners", "name")
+    ``values[i]`` is what ``run(i)`` returned, so a listener's ``None`` can be told
+    apart from a chain below it that legitimately produced ``None``.
+    """
+
+    __slots__ = ("args", "inner", "listeners", "name", "values")
 
     def __init__(
         self,
@@ -260,46 +266,60 @@ class _Chain:
         self.args = args
         self.listeners = listeners
         self.inner = inner
+        self.values: list[Any] = [None] * (len(listeners) + 1)
 
     async def run(self, i: int) -> Any:
-        if i == len(self.listeners):
-            if self.inner is None:
+        listeners = self.listeners
+        if i == len(listeners):
+            inner = self.inner
+            if inner is None:
                 return None
-            result = self.inner()
-            if result is not None and inspect.isawaitable(result):
+            result = inner()
+            if result is not None and _awaitable(result):
                 result = await result
+            self.values[i] = result
             return result
-        listener = self.listeners[i]
-        nxt = _Next(self, i + 1, listener)
-        result = listener.call((*self.args, nxt))
-        if result is not None and inspect.isawaitable(result):
+        listener = listeners[i]
+        nxt = _Next(self, i + 1)
+        if listener.picks is None:
+            result = listener.fn(*self.args, nxt)
+        else:
+            result = listener.call((*self.args, nxt))
+        if result is not None and _awaitable(result):
             result = await result
-        if result is None and (not nxt.called or nxt.value is not None):
+        if result is None and (not nxt.called or self.values[i + 1] is not None):
             raise EventUsageError(
                 f'waterfall listener {_describe(listener.fn)} of event "{self.name}" '
                 "returned None; return the (possibly replaced) value or await call_next()"
             )
+        self.values[i] = result
         return result
 
 
 class _Next:
-    """The ``call_next`` given to one waterfall listener; call it at most once."""
+    """The ``call_next`` given to one waterfall listener; call it at most once.
 
-    __slots__ = ("called", "chain", "index", "listener", "value")
+    Calling it returns the coroutine of the rest of the chain (await it).
+    """
 
-    def __init__(self, chain: _Chain, index: int, listener: Listener) -> None:
+    __slots__ = ("called", "chain", "index")
+
+    def __init__(self, chain: _Chain, index: int) -> None:
         self.chain = chain
         self.index = index
-        self.listener = listener
         self.called = False
-        self.value: Any = None
 
-    async def __call__(self) -> Any:
+    def __call__(self) -> Coroutine[Any, Any, Any]:
         if self.called:
+            listener = self.chain.listeners[self.index - 1]
             raise EventUsageError(
-                f"waterfall listener {_describe(self.listener.fn)} of event "
+                f"waterfall listener {_describe(listener.fn)} of event "
                 f'"{self.chain.name}" called call_next() twice'
             )
         self.called = True
-        self.value = await self.chain.run(self.index)
-        return self.value
+        return self.chain.run(self.index)
+
+
+def _awaitable(value: object) -> bool:
+    # Coroutines are by far the most common awaitable here: skip the generic check.
+    return type(value) is CoroutineType or inspect.isawaitable(value)
