@@ -295,9 +295,9 @@ class LoopAgent:
                     f'agent "{self.id}" has no model: give it one (agents.create(model=...) '
                     "or the config) or supply one through the agent/request waterfall"
                 )
-            session.append("step/start", {"turn": turn, "step": step})
             calls = []
             try:
+                session.append("step/start", {"turn": turn, "step": step})
                 self._log_header(turn, step, request)
                 result = await self._stream(turn, step, request)
                 finish = result.finish
