@@ -144,6 +144,10 @@ class LoopAgent:
     def _abort(self, reason: str) -> None:
         self._inbox.clear()
         self._steering.clear()
+        if self._status == "idle" and self._idle is not None:
+            # A message was queued but not yet picked up: its waiters are idle now.
+            self._idle.set()
+            self._idle = None
         scope = self._turn_scope
         if scope is not None and not scope.cancel_called:
             self._abort_reason = reason

@@ -260,6 +260,9 @@ def test_run_with_unreadable_stdin_ends_at_once(
     monkeypatch.setattr("sys.stdin", Unreadable())
     assert cli.main(["run", str(ECHO)]) == 0
     assert capsys.readouterr() == ("", "")
+    monkeypatch.setattr("sys.stdin", None)  # `dsh run FILE <&-`
+    assert cli.main(["run", str(ECHO)]) == 0
+    assert capsys.readouterr() == ("", "")
 
 
 def test_run_picks_the_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1083,6 +1083,37 @@ async def test_idle_cancel_is_a_no_op() -> None:
         assert ends(agent.session) == [{"kind": "completed"}]
 
 
+async def test_cancelling_a_queued_message_wakes_idle_waiters() -> None:
+    # A waiter, then a canceller, then the driver are woken in one pass (in this order
+    # on asyncio): cancel() drops the message the driver has not picked up yet, and
+    # the waiter must be released. On trio any order may happen; the waiter must be
+    # released in every one of them.
+    async with rig() as r:
+        r.model.reply(text("ok"))
+        agent = r.agent()
+        waiting, cancelling, released = anyio.Event(), anyio.Event(), anyio.Event()
+
+        async def waiter() -> None:
+            await waiting.wait()
+            await agent.when_idle()
+            released.set()
+
+        async def canceller() -> None:
+            await cancelling.wait()
+            agent.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waiter)
+            tg.start_soon(canceller)
+            await anyio.wait_all_tasks_blocked()
+            waiting.set()
+            cancelling.set()
+            agent.send("hi")
+            with anyio.fail_after(5):
+                await released.wait()
+        assert agent.status == "idle"
+
+
 async def test_when_idle_serves_several_waiters() -> None:
     async with rig() as r:
         streamed, release = anyio.Event(), anyio.Event()

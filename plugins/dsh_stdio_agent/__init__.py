@@ -1,0 +1,33 @@
+"""A terminal chat with one agent: a REPL, or one-shot with ``-p``.
+
+YAML name ``stdio-agent``; service ``StdioAgent`` at ctx key ``frontend``. It never
+starts interacting on load: ``dsh run`` calls ``await ctx.frontend.run(...)``.
+See this package's README for the contract.
+"""
+
+from __future__ import annotations
+
+from ._service import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    StdioAgent,
+    StdioAgentConfig,
+    StdioAgentError,
+    exit_status,
+)
+from ._stdin import read_stdin_line
+
+plugin = StdioAgent
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "StdioAgent",
+    "StdioAgentConfig",
+    "StdioAgentError",
+    "exit_status",
+    "plugin",
+    "read_stdin_line",
+]

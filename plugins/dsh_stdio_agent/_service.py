@@ -1,0 +1,382 @@
+"""The ``StdioAgent`` front-end service: a terminal chat with one agent."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TextIO
+
+import anyio
+from anyio.abc import TaskStatus
+from pydantic import BaseModel, ConfigDict, Field
+
+from dsh import Context, DshError, Service
+from dsh_agent import Agent, assemble_context_for
+from dsh_session import Session, SessionEvent
+from dsh_system_prompt import render_prompt
+
+from ._stdin import read_stdin_line
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "StdioAgent",
+    "StdioAgentConfig",
+    "StdioAgentError",
+    "exit_status",
+]
+
+#: The turn completed (or stopped at the token limit); the REPL ended with ``/exit``
+#: or at end of input.
+EXIT_OK = 0
+#: The turn failed (``error``, ``blocked``, or it never ran); no agent to talk to.
+EXIT_FAILED = 1
+#: Ctrl-C: the one-shot turn was cancelled (``aborted``), or Ctrl-C twice in a row.
+EXIT_INTERRUPTED = 130
+
+HELP = """\
+Type a message and press Enter to send it to the agent. Commands:
+  /help     this help
+  /prompt   the system prompt and the tools the agent would get now
+  /exit     quit (so does Ctrl-D, the end of input)
+Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.
+"""
+
+
+class StdioAgentConfig(BaseModel):
+    """Config of the ``stdio-agent`` front-end."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: The agent to talk to when ``run`` names none (default: the only agent).
+    agent: str | None = None
+    #: The input prompt, shown only when standard input is a terminal.
+    prompt: str = "> "
+    #: Stream the model's reasoning to stderr as it arrives.
+    show_reasoning: bool = False
+    #: How many characters of a tool call's arguments or result one line shows.
+    preview_chars: int = Field(default=120, ge=10)
+
+
+class StdioAgentError(DshError, RuntimeError):
+    """The front-end cannot run as asked (no such agent, already running)."""
+
+    code = "STDIO_AGENT"
+
+
+def exit_status(reason: Mapping[str, Any] | None) -> int:
+    """The exit status of a one-shot run whose turn ended with ``reason``.
+
+    ``completed`` and ``max-tokens`` are success (the answer was written; a truncated
+    one is flagged on stderr); ``aborted`` is :data:`EXIT_INTERRUPTED`; ``error``,
+    ``blocked``, any other kind and a turn that never ran (``None``) are
+    :data:`EXIT_FAILED`.
+    """
+    kind = None if reason is None else reason.get("kind")
+    if kind in ("completed", "max-tokens"):
+        return EXIT_OK
+    if kind == "aborted":
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED
+
+
+def describe_end(reason: Mapping[str, Any]) -> str | None:
+    """The stderr line reporting a turn end, or None for ``completed``."""
+    kind = reason.get("kind")
+    message = reason.get("message")
+    if kind == "completed":
+        return None
+    if kind == "aborted":
+        return f"[aborted] the turn was cancelled ({reason.get('reason', 'user')})"
+    if kind == "error":
+        return f"[error] {message} (code {reason.get('code')})"
+    if kind == "blocked":
+        return f"[blocked] {message}"
+    if kind == "max-tokens":
+        return "[max-tokens] the answer stopped at the model's token limit"
+    return f"[{kind}] {message or 'the turn ended'}"
+
+
+def _compact(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class StdioAgent(Service):
+    """Chat with an agent on stdin/stdout (ctx key ``frontend``).
+
+    The streams are attributes so that a host (or a test) can replace them before
+    ``run``: ``stdout`` and ``stderr`` (``None``: ``sys.stdout``/``sys.stderr`` at run
+    time), ``read_line`` (an async callable returning the next line, ``""`` at end of
+    input; default: :func:`read_stdin_line`) and ``interactive`` (show the prompt and
+    the banner; ``None``: when ``read_line`` is the default and stdin is a terminal).
+    """
+
+    key = "frontend"
+    name = "stdio-agent"
+    Config = StdioAgentConfig
+    inject = ("agents", "sessions", "system_prompt")
+
+    def __init__(self, ctx: Context, config: StdioAgentConfig) -> None:
+        super().__init__(ctx, config)
+        self.stdout: TextIO | None = None
+        self.stderr: TextIO | None = None
+        self.read_line: Callable[[], Awaitable[str]] = read_stdin_line
+        self.interactive: bool | None = None
+        self._chat: _Chat | None = None
+
+    def select_agent(self, agent_id: str | None = None) -> Agent:
+        """``agent_id``'s agent, else the configured one, else the only one.
+
+        Raises :class:`StdioAgentError` naming the known agents when there is no such
+        agent, none at all, or several and none is named.
+        """
+        agents = self.home_ctx.agents
+        known: list[Agent] = agents.list()
+        ids = ", ".join(f'"{a.id}"' for a in known) or "(none)"
+        wanted = agent_id if agent_id is not None else self.config.agent
+        if wanted is not None:
+            agent: Agent | None = agents.get(wanted)
+            if agent is None:
+                raise StdioAgentError(f'unknown agent "{wanted}"; known agents: {ids}')
+            return agent
+        if len(known) == 1:
+            return known[0]
+        if not known:
+            raise StdioAgentError("there is no agent to talk to (declare one in agent-core)")
+        raise StdioAgentError(
+            f"several agents are running ({ids}): name one "
+            '(dsh run --agent ID, or the stdio-agent config key "agent")'
+        )
+
+    def interrupt(self) -> None:
+        """What Ctrl-C does; the SIGINT handler calls this and nothing else.
+
+        While a turn runs, the first Ctrl-C cancels it (the turn ends ``aborted``). With
+        nothing to cancel the REPL asks for a second one; the second Ctrl-C in a row
+        (counted since the last line read) ends ``run`` with :data:`EXIT_INTERRUPTED`,
+        as does any Ctrl-C of a one-shot run that is not waiting for its turn. Does
+        nothing when ``run`` is not running.
+        """
+        if self._chat is not None:
+            self._chat.interrupt()
+
+    async def run(self, *, agent_id: str | None = None, prompt: str | None = None) -> int:
+        """Talk to the agent until done; returns the exit status.
+
+        With ``prompt``: send it, stream the answer to stdout (tool calls and the
+        outcome to stderr), wait until the agent is idle and return
+        :func:`exit_status` of the turn. Without: a REPL reading lines until ``/exit``
+        or the end of input (:data:`EXIT_OK`). :data:`EXIT_FAILED` when no agent can be
+        chosen (see :meth:`select_agent`); the message goes to stderr.
+        """
+        if self._chat is not None:
+            raise StdioAgentError("this stdio-agent is already running")
+        out = sys.stdout if self.stdout is None else self.stdout
+        err = sys.stderr if self.stderr is None else self.stderr
+        try:
+            agent = self.select_agent(agent_id)
+        except StdioAgentError as exc:
+            err.write(f"{exc}\n")
+            err.flush()
+            return EXIT_FAILED
+        interactive = self.interactive
+        if interactive is None:
+            stdin = sys.stdin
+            interactive = self.read_line is read_stdin_line and stdin is not None and stdin.isatty()
+        chat = _Chat(self, agent, out, err, interactive=interactive, one_shot=prompt is not None)
+        self._chat = chat
+        try:
+            return await chat.run(prompt)
+        finally:
+            self._chat = None
+
+
+class _Chat:
+    """One ``run``: the conversation's state and its rendering."""
+
+    def __init__(
+        self,
+        owner: StdioAgent,
+        agent: Agent,
+        out: TextIO,
+        err: TextIO,
+        *,
+        interactive: bool,
+        one_shot: bool,
+    ) -> None:
+        self.owner = owner
+        self.config: StdioAgentConfig = owner.config
+        self.agent = agent
+        self.out = out
+        self.err = err
+        self.interactive = interactive
+        self.one_shot = one_shot
+        self.busy = False
+        self.interrupts = 0
+        self.scope = anyio.CancelScope()
+        self.open: TextIO | None = None  # the stream whose last line is unfinished
+
+    # -- output ---------------------------------------------------------------------------
+
+    def end_line(self) -> None:
+        if self.open is not None:
+            self.open.write("\n")
+            self.open.flush()
+            self.open = None
+
+    def stream(self, target: TextIO, text: str) -> None:
+        """Write streamed text; a line left open on the other stream is ended first."""
+        if self.open is not target:
+            self.end_line()
+        target.write(text)
+        target.flush()
+        self.open = None if text.endswith("\n") else target
+
+    def say(self, text: str) -> None:
+        """Whole lines to stdout."""
+        self.end_line()
+        self.out.write(text)
+        self.out.flush()
+
+    def note(self, line: str) -> None:
+        """One line to stderr."""
+        self.end_line()
+        self.err.write(line + "\n")
+        self.err.flush()
+
+    def show_prompt(self) -> None:
+        self.stream(self.out, self.config.prompt)
+
+    def on_event(self, session: Session, event: SessionEvent) -> None:
+        if session is not self.agent.session:
+            return
+        data = event.data
+        kind = event.type
+        limit = self.config.preview_chars
+        if kind == "assistant/chunk":
+            chunk = data["chunk"]
+            if chunk["type"] == "text-delta":
+                self.stream(self.out, chunk["text"])
+            elif chunk["type"] == "reasoning-delta" and self.config.show_reasoning:
+                self.stream(self.err, chunk["text"])
+        elif kind == "tool/call":
+            self.note(f"[tool] {data['name']} {_compact(data['arguments'], limit)}")
+        elif kind == "tool/result":
+            content = _compact(data["content"], limit)
+            if data["is_error"]:
+                self.note(f"[tool] {data['name']} failed ({data.get('code')}): {content}")
+            else:
+                self.note(f"[tool] {data['name']} -> {content}")
+        elif kind == "turn/end":
+            line = describe_end(data["reason"])
+            if line is not None:
+                self.note(line)
+
+    # -- control --------------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        self.interrupts += 1
+        if self.busy and self.interrupts == 1:
+            self.agent.cancel()
+            return
+        if self.one_shot or self.interrupts > 1:
+            self.agent.cancel()
+            self.scope.cancel()
+            return
+        self.note("(press Ctrl-C again to quit, or type /exit)")
+        if self.interactive:
+            self.show_prompt()
+
+    async def _watch_signals(self, *, task_status: TaskStatus[None]) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            task_status.started()
+            async for _ in signals:
+                self.owner.interrupt()
+
+    async def run(self, prompt: str | None) -> int:
+        status = EXIT_INTERRUPTED
+        async with anyio.create_task_group() as tg:
+            await tg.start(self._watch_signals)
+            stop = self.owner.home_ctx.on("session/event", self.on_event)
+            try:
+                with self.scope:
+                    if prompt is not None:
+                        status = exit_status(await self.turn(prompt))
+                    else:
+                        status = await self.repl()
+            finally:
+                stop()
+                self.end_line()
+                tg.cancel_scope.cancel()
+        return status
+
+    async def turn(self, text: str) -> Mapping[str, Any] | None:
+        """Send ``text`` as its own turn and wait until the agent is idle again;
+        returns how that turn ended (None when it never ran)."""
+        agent = self.agent
+        await agent.when_idle()
+        number = agent.session.last_turn() + 1
+        self.busy = True
+        try:
+            agent.send(text)
+            await agent.when_idle()
+        finally:
+            self.busy = False
+        self.end_line()
+        reason = agent.session.turn_end(number)
+        if reason is None:
+            self.note("[not run] the agent went idle without running the message")
+        return reason
+
+    async def repl(self) -> int:
+        if self.interactive:
+            agent = self.agent
+            self.note(
+                f'dsh: talking to agent "{agent.id}" ({agent.model}). '
+                "/help lists the commands; Ctrl-C cancels a turn; Ctrl-D quits."
+            )
+        while True:
+            if self.interactive:
+                self.show_prompt()
+            line = await self.owner.read_line()
+            if not line:
+                return EXIT_OK
+            # The line was typed (ending the prompt's line on a terminal): a new row.
+            self.open = None
+            self.interrupts = 0
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                if await self.command(text):
+                    return EXIT_OK
+                continue
+            await self.turn(text)
+
+    async def command(self, text: str) -> bool:
+        """Run a ``/command``; True means quit."""
+        name = text.split(maxsplit=1)[0]
+        if name == "/exit":
+            return True
+        if name == "/help":
+            self.say(HELP)
+        elif name == "/prompt":
+            await self.show_system_prompt()
+        else:
+            self.note(f"unknown command {name}; /help lists the commands")
+        return False
+
+    async def show_system_prompt(self) -> None:
+        try:
+            assembly = await self.owner.home_ctx.system_prompt.assemble(
+                assemble_context_for(self.agent)
+            )
+            text = render_prompt(assembly)
+        except DshError as exc:
+            self.note(f"[prompt] {exc}")
+            return
+        names = ", ".join(tool.name for tool in assembly.tools) or "(none)"
+        self.say(f"{text}\n\n--- tools ({len(assembly.tools)}): {names}\n")
