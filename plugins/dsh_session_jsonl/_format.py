@@ -1,0 +1,308 @@
+"""The file format: ids, encoding records, parsing and checking a log, crash repair.
+
+Pure functions over bytes and events; the file handling lives in ``_log.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh_llm import LlmFormatError, Message
+from dsh_session import COMMIT_EVENTS, EVENT_TYPES, SessionEvent, SessionHeader
+
+from ._errors import SessionCorruptError, SessionIdError
+
+__all__ = [
+    "DURABLE_EVENTS",
+    "FILE_NAME",
+    "FORMAT_VERSION",
+    "NOT_STARTED",
+    "OUTCOME_UNKNOWN",
+    "SESSION_ID",
+    "InvalidRecord",
+    "Parsed",
+    "check_session_id",
+    "encode",
+    "encode_header",
+    "parse_event",
+    "parse_header",
+    "parse_log",
+    "repair",
+]
+
+#: What a session id must look like: a plain file name that cannot escape the root.
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+#: The log of a session, inside ``<root>/<session id>/``.
+FILE_NAME = "session.jsonl"
+#: The ``version`` field of the header line.
+FORMAT_VERSION = 1
+#: Records made durable (written and fsynced) before ``append`` returns.
+DURABLE_EVENTS = COMMIT_EVENTS | {"step/end"}
+
+#: The content of the synthetic result of a call that ran when the process died.
+OUTCOME_UNKNOWN = "Error: tool outcome unknown (the session was interrupted)"
+#: The content of the synthetic result of a call the model asked for that never ran.
+NOT_STARTED = "Error: tool call not started (the session was interrupted)"
+
+_EVENT_KEYS = frozenset({"seq", "type", "time", "data"})
+
+
+def check_session_id(session_id: object) -> str:
+    """Return ``session_id`` if it is a safe id, else raise :class:`SessionIdError`."""
+    if not isinstance(session_id, str) or SESSION_ID.fullmatch(session_id) is None:
+        raise SessionIdError(
+            f"invalid session id {session_id!r}: an id is 1 to 128 letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit (it names a directory "
+            "under the session root and must not leave it)"
+        )
+    return session_id
+
+
+def encode(record: Mapping[str, Any]) -> bytes:
+    """One JSONL line. Raises ``TypeError``/``ValueError`` for data that is not JSON."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: escape it rather than lose the record
+        return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+
+
+def encode_header(header: SessionHeader) -> bytes:
+    """Line 1 of a session file."""
+    return encode({"type": "session", "version": FORMAT_VERSION, **header.to_json()})
+
+
+# -- checking records ------------------------------------------------------------------
+
+
+class InvalidRecord(Exception):
+    """A line that is not a well-formed event record (internal; the caller adds file:line)."""
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_bool(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_reason(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("kind"), str)
+
+
+def _is_message(value: object) -> bool:
+    if not isinstance(value, dict):
+        return False
+    try:
+        Message.from_json(value)
+    except LlmFormatError:
+        return False
+    return True
+
+
+_Check = Callable[[object], bool]
+_TURN: dict[str, _Check] = {"turn": _is_int}
+_STEP: dict[str, _Check] = {"turn": _is_int, "step": _is_int}
+_CALL: dict[str, _Check] = {**_STEP, "call_id": _is_str, "name": _is_str}
+
+#: The data fields each event type must carry (the ones history and repair read).
+_FIELDS: dict[str, dict[str, _Check]] = {
+    "turn/start": _TURN,
+    "turn/end": {**_TURN, "reason": _is_reason},
+    "step/start": _STEP,
+    "step/end": _STEP,
+    "user/message": {**_TURN, "message": _is_message},
+    "assistant/chunk": {**_STEP, "chunk": _is_object},
+    "assistant/message": {**_STEP, "message": _is_message},
+    "tool/call": {**_CALL, "arguments": _is_str},
+    "tool/result": {**_CALL, "content": _is_str, "is_error": _is_bool},
+    "request/header": {**_STEP, "header": _is_object},
+}
+
+
+def parse_event(line: bytes) -> SessionEvent:
+    """The event a line holds; raises :class:`InvalidRecord` saying what is wrong."""
+    try:
+        record = json.loads(line)
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+        raise InvalidRecord(f"not JSON ({exc})") from None
+    if not isinstance(record, dict) or record.keys() != _EVENT_KEYS:
+        raise InvalidRecord("not an event record (expected the keys seq, type, time, data)")
+    seq, kind, when, data = record["seq"], record["type"], record["time"], record["data"]
+    if not _is_int(seq) or seq < 0:
+        raise InvalidRecord(f"seq {seq!r} is not a non-negative integer")
+    if kind not in EVENT_TYPES:
+        raise InvalidRecord(f"unknown event type {kind!r}")
+    if type(when) not in (int, float):
+        raise InvalidRecord(f"time {when!r} is not a number")
+    if not isinstance(data, dict):
+        raise InvalidRecord(f'"{kind}" record: data is not an object')
+    for key, check in _FIELDS.get(kind, {}).items():
+        if key not in data or not check(data[key]):
+            raise InvalidRecord(f'"{kind}" record: data.{key} is missing or malformed')
+    return SessionEvent(seq, kind, when, data)
+
+
+def parse_header(line: bytes, path: str, session_id: str) -> SessionHeader:
+    """The header on line 1; raises :class:`SessionCorruptError` naming ``path:1``."""
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise SessionCorruptError(f"the header is not JSON ({exc})", path, 1) from None
+    if not isinstance(record, dict) or record.get("type") != "session":
+        raise SessionCorruptError('line 1 is not a session header ("type": "session")', path, 1)
+    version = record.get("version")
+    if version != FORMAT_VERSION:
+        raise SessionCorruptError(
+            f"unsupported format version {version!r} (this dsh reads version {FORMAT_VERSION})",
+            path,
+            1,
+        )
+    if record.get("id") != session_id:
+        raise SessionCorruptError(
+            f"the header names session {record.get('id')!r}, but the file belongs to "
+            f"{session_id!r}",
+            path,
+            1,
+        )
+    created_at = record.get("created_at")
+    cwd = record.get("cwd")
+    meta = record.get("meta", {})
+    if type(created_at) not in (int, float) or not (cwd is None or isinstance(cwd, str)):
+        raise SessionCorruptError("the header's created_at or cwd is malformed", path, 1)
+    if not isinstance(meta, dict):
+        raise SessionCorruptError("the header's meta is not an object", path, 1)
+    return SessionHeader.from_json(record)
+
+
+# -- a whole log -----------------------------------------------------------------------
+
+
+@dataclass
+class Parsed:
+    """A parsed log: the good prefix (``length`` bytes) and what was dropped past it."""
+
+    header: SessionHeader
+    events: list[SessionEvent]
+    length: int
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_log(raw: bytes, path: str, session_id: str) -> Parsed:
+    """Parse a whole session file.
+
+    A torn last line (no newline) is dropped. The first unparsable or invalid record
+    ends the log when no valid ``turn/end`` follows it (the tail of an interrupted
+    turn), and refuses the load when one does (committed history is damaged). Seqs
+    must count from 0 without gaps. Dropped parts are described in ``notes``.
+    """
+    end = raw.rfind(b"\n") + 1
+    lines = raw[:end].split(b"\n")[:-1]
+    notes: list[str] = []
+    if end < len(raw):
+        notes.append(f"{path}:{len(lines) + 1}: dropped a torn last line (no newline)")
+    if not lines:
+        raise SessionCorruptError("the file has no complete header line", path, 1)
+    header = parse_header(lines[0], path, session_id)
+    events: list[SessionEvent] = []
+    offset = len(lines[0]) + 1
+    bad: tuple[int, int, str] | None = None  # (line number, byte offset, problem)
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            event = parse_event(line)
+        except InvalidRecord as exc:
+            if bad is None:
+                bad = (number, offset, str(exc))
+        else:
+            if bad is not None:
+                if event.type == "turn/end":
+                    raise SessionCorruptError(
+                        f"{bad[2]}; it comes before the committed turn end on line "
+                        f"{number}, so the history is damaged and the session is not loaded",
+                        path,
+                        bad[0],
+                    )
+            elif event.seq != len(events):
+                raise SessionCorruptError(
+                    f"seq {event.seq} where {len(events)} was expected (seqs count from 0 "
+                    "without gaps)",
+                    path,
+                    number,
+                )
+            else:
+                events.append(event)
+        offset += len(line) + 1
+    if bad is None:
+        return Parsed(header, events, end, notes)
+    notes.append(
+        f"{path}:{bad[0]}: {bad[2]}; dropped it and the {len(lines) - bad[0]} line(s) "
+        "after it (the tail of the last turn, which is closed as interrupted)"
+    )
+    return Parsed(header, events, bad[1], notes)
+
+
+def repair(events: list[SessionEvent], now: float) -> list[SessionEvent]:
+    """The records that close the last turn if a crash left it open, else ``[]``.
+
+    Each tool call without a result gets an error result (``TOOL_OUTCOME_UNKNOWN``
+    when its ``tool/call`` was recorded, ``TOOL_NOT_STARTED`` when only the assistant
+    message asked for it), an open step gets ``step/end``, and the turn gets
+    ``turn/end`` with reason ``{"kind": "interrupted"}``.
+    """
+    start = len(events) - 1
+    while start >= 0 and events[start].type not in ("turn/start", "turn/end"):
+        start -= 1
+    if start < 0 or events[start].type == "turn/end":
+        return []
+    turn: int = events[start].data["turn"]
+    calls: dict[tuple[int, str], list[Any]] = {}  # (step, id) -> [name, recorded]
+    answered: set[tuple[int, str]] = set()
+    open_step: int | None = None
+    for event in events[start + 1 :]:
+        data = event.data
+        if event.type == "step/start":
+            open_step = data["step"]
+        elif event.type == "step/end":
+            open_step = None
+        elif event.type == "assistant/message":
+            for block in Message.from_json(data["message"]).tool_calls:
+                calls.setdefault((data["step"], block.id), [block.name, False])
+        elif event.type == "tool/call":
+            calls.setdefault((data["step"], data["call_id"]), [data["name"], False])[1] = True
+        elif event.type == "tool/result":
+            answered.add((data["step"], data["call_id"]))
+    closers: list[tuple[str, dict[str, Any]]] = []
+    for (step, call_id), (name, recorded) in calls.items():
+        if (step, call_id) not in answered:
+            closers.append(
+                (
+                    "tool/result",
+                    {
+                        "turn": turn,
+                        "step": step,
+                        "call_id": call_id,
+                        "name": name,
+                        "content": OUTCOME_UNKNOWN if recorded else NOT_STARTED,
+                        "is_error": True,
+                        "code": "TOOL_OUTCOME_UNKNOWN" if recorded else "TOOL_NOT_STARTED",
+                    },
+                )
+            )
+    if open_step is not None:
+        closers.append(("step/end", {"turn": turn, "step": open_step}))
+    closers.append(("turn/end", {"turn": turn, "reason": {"kind": "interrupted"}}))
+    first = len(events)
+    return [SessionEvent(first + i, kind, now, data) for i, (kind, data) in enumerate(closers)]

@@ -1,0 +1,361 @@
+"""Session files on disk: durable appends, loading with crash repair, locking.
+
+Every file operation goes through ``os`` on raw descriptors, so a short write, a
+failed ``fsync`` or a failed truncation is seen and handled where it happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh_session import SessionEvent, SessionHeader
+
+from ._errors import (
+    SessionDataError,
+    SessionExistsError,
+    SessionInUseError,
+    SessionReadError,
+    SessionWriteError,
+)
+from ._format import DURABLE_EVENTS, FILE_NAME, encode, encode_header, parse_log, repair
+
+__all__ = ["Loaded", "SessionLog", "attach", "load_session", "read_locked", "reopen"]
+
+_log = logging.getLogger("dsh.session-jsonl")
+
+_DIR_MODE = 0o700
+_FILE_MODE = 0o600
+_READ_SIZE = 1 << 20
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int, path: Path) -> None:
+    """Hold ``path`` for this descriptor (advisory, released when it is closed)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SessionInUseError(
+            f"session file {path} is in use by a live session (in this process or another)"
+        ) from None
+
+
+def _open_locked(path: Path) -> int | None:
+    """Open ``path`` for appending and lock it; None when it does not exist."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SessionReadError(f"cannot open session file {path}: {exc}") from exc
+    _lock(fd, path)
+    return fd
+
+
+def read_locked(path: Path) -> tuple[int, bytes] | None:
+    """Open and lock ``path`` and read it all; None when it does not exist.
+
+    The caller owns the returned descriptor (and so the lock).
+    """
+    fd = _open_locked(path)
+    if fd is None:
+        return None
+    chunks: list[bytes] = []
+    try:
+        while chunk := os.read(fd, _READ_SIZE):
+            chunks.append(chunk)
+    except OSError as exc:
+        os.close(fd)
+        raise SessionReadError(f"cannot read session file {path}: {exc}") from exc
+    return fd, b"".join(chunks)
+
+
+def _cut(fd: int, length: int, path: Path, what: str) -> None:
+    try:
+        os.ftruncate(fd, length)
+    except OSError as exc:
+        raise SessionWriteError(f"cannot cut session file {path} back ({what}): {exc}") from exc
+
+
+@dataclass
+class Loaded:
+    """A stored session, repaired and ready to resume (``length`` = its file's size)."""
+
+    header: SessionHeader
+    events: list[SessionEvent]
+    length: int
+    notes: list[str]
+
+
+def load_session(directory: Path, session_id: str, *, fsync: bool) -> Loaded | None:
+    """Load ``<directory>/session.jsonl``: parse it, cut a damaged tail, close a turn
+    a crash left open and write the closing records durably. None when absent."""
+    path = directory / FILE_NAME
+    opened = read_locked(path)
+    if opened is None:
+        return None
+    fd, raw = opened
+    try:
+        parsed = parse_log(raw, str(path), session_id)
+        closers = repair(parsed.events, time.time())
+        if parsed.length < len(raw) or closers:
+            blob = b"".join(encode(event.to_json()) for event in closers)
+            _cut(fd, parsed.length, path, "dropping a damaged tail")
+            try:
+                _write_all(fd, blob)
+                if fsync:
+                    os.fsync(fd)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, parsed.length)
+                raise SessionWriteError(
+                    f"cannot write the crash repair of session file {path}: {exc}"
+                ) from exc
+            parsed.events.extend(closers)
+            parsed.length += len(blob)
+            if closers:
+                parsed.notes.append(
+                    f"{path}: turn {closers[-1].data['turn']} was left open by a crash; "
+                    f"closed it as interrupted ({len(closers)} record(s) added)"
+                )
+    finally:
+        os.close(fd)
+    return Loaded(parsed.header, parsed.events, parsed.length, parsed.notes)
+
+
+class SessionLog:
+    """The file of one live session.
+
+    Records are encoded as they are appended and kept in a buffer; a durable record
+    (``DURABLE_EVENTS``) writes the buffer and itself, then fsyncs. The file is created
+    by the first write (header first, published by a hard link so it never exists
+    without its header). A failed write cuts the file back to its last good length and
+    keeps the records buffered, so the next commit writes them again without a gap.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        header: SessionHeader,
+        *,
+        fsync: bool,
+        fd: int | None = None,
+        length: int = 0,
+    ) -> None:
+        self.directory = directory
+        self.path = directory / FILE_NAME
+        self.header = header
+        try:
+            self._header_line = encode_header(header)
+        except (TypeError, ValueError) as exc:
+            raise SessionDataError(
+                f'session "{header.id}" cannot be persisted: its header carries data that '
+                f"is not JSON ({exc})"
+            ) from exc
+        self.fsync = fsync
+        self._fd = fd
+        self._length = length
+        self._pending: list[bytes] = []
+        self._dirty = False  # a rollback failed: the file may be longer than _length
+        self._unsynced_dirs: list[Path] = []
+        self._broken: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<SessionLog {self.path} ({self._length} bytes, {len(self._pending)} pending)>"
+
+    @property
+    def length(self) -> int:
+        """Bytes of the file known to be written (and synced, with ``fsync``)."""
+        return self._length
+
+    @property
+    def pending(self) -> int:
+        """Records appended but not yet written."""
+        return len(self._pending)
+
+    def add(self, events: Sequence[SessionEvent]) -> None:
+        """Buffer ``events``; write and sync at once when one of them is durable."""
+        durable = False
+        for event in events:
+            if self._broken is not None:
+                raise SessionDataError(self._broken)
+            try:
+                line = encode(event.to_json())
+            except (TypeError, ValueError) as exc:
+                self._broken = (
+                    f'session "{self.header.id}" cannot be persisted past seq {event.seq}: '
+                    f'its "{event.type}" event carries data that is not JSON ({exc})'
+                )
+                raise SessionDataError(self._broken) from exc
+            self._pending.append(line)
+            durable = durable or event.type in DURABLE_EVENTS
+        if durable:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered records and sync them (with ``fsync``)."""
+        if self._unsynced_dirs:
+            self._sync_dirs()
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        if self._fd is None:
+            self._create(data)
+            return
+        fd = self._fd
+        try:
+            if self._dirty:
+                os.ftruncate(fd, self._length)
+                self._dirty = False
+            _write_all(fd, data)
+            if self.fsync:
+                os.fsync(fd)
+        except OSError as exc:
+            self._rollback(fd, exc)
+        self._length += len(data)
+        self._pending.clear()
+
+    def _rollback(self, fd: int, error: OSError) -> None:
+        try:
+            os.ftruncate(fd, self._length)
+        except OSError as second:
+            self._dirty = True
+            raise SessionWriteError(
+                f"cannot write session file {self.path}: {error}; cutting it back to "
+                f"its last good length ({self._length} bytes) failed too ({second}); "
+                "the next commit tries again"
+            ) from ExceptionGroup("write and rollback failed", [error, second])
+        raise SessionWriteError(
+            f"cannot write session file {self.path}: {error}; it was cut back to its "
+            f"last good length ({self._length} bytes) and the next commit writes the "
+            f"{len(self._pending)} buffered record(s) again"
+        ) from error
+
+    def _create(self, data: bytes) -> None:
+        blob = self._header_line + data
+        directory = self.directory
+        tmp = directory / f".{FILE_NAME}.{secrets.token_hex(8)}.tmp"
+        try:
+            directory.parent.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+            try:
+                directory.mkdir(mode=_DIR_MODE)
+                made = True
+            except FileExistsError:  # left by a crash before the file was published
+                made = False
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, _FILE_MODE
+            )
+        except OSError as exc:
+            raise SessionWriteError(f"cannot create session file {self.path}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: never contended
+            _write_all(fd, blob)
+            if self.fsync:
+                os.fsync(fd)
+            os.link(tmp, self.path)
+        except OSError as exc:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(exc, FileExistsError):
+                raise SessionExistsError(
+                    f'session "{self.header.id}" already exists: {self.path}'
+                ) from None
+            raise SessionWriteError(f"cannot create session file {self.path}: {exc}") from exc
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        self._fd = fd
+        self._length = len(blob)
+        self._pending.clear()
+        self._unsynced_dirs = [directory, directory.parent] if made else [directory]
+        self._sync_dirs()
+
+    def _sync_dirs(self) -> None:
+        """Make the new file's directory entries durable (with ``fsync``)."""
+        while self._unsynced_dirs:
+            path = self._unsynced_dirs[0]
+            if self.fsync:
+                try:
+                    _fsync_dir(path)
+                except OSError as exc:
+                    raise SessionWriteError(
+                        f"cannot sync directory {path} after creating {self.path}: {exc}; "
+                        "the records are written, the next commit syncs it again"
+                    ) from exc
+            del self._unsynced_dirs[0]
+
+    def close(self) -> None:
+        """Write what is buffered (errors are logged) and close the file."""
+        try:
+            self.flush()
+        except (SessionWriteError, SessionExistsError) as exc:
+            _log.error("session %r: records lost when closing: %s", self.header.id, exc)
+        finally:
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None
+
+
+def reopen(directory: Path, header: SessionHeader, length: int, *, fsync: bool) -> SessionLog:
+    """The log of a session :func:`load_session` just loaded (``length`` bytes long)."""
+    path = directory / FILE_NAME
+    fd = _open_locked(path)
+    if fd is None or os.fstat(fd).st_size != length:
+        if fd is not None:
+            os.close(fd)
+        raise SessionInUseError(
+            f"session file {path} changed after it was loaded (another process wrote it?)"
+        )
+    return SessionLog(directory, header, fsync=fsync, fd=fd, length=length)
+
+
+def attach(
+    directory: Path, header: SessionHeader, events: Sequence[SessionEvent], *, fsync: bool
+) -> tuple[SessionLog, Sequence[SessionEvent]]:
+    """The log of a live session the backend has not seen from its start, and the
+    records of ``events`` its file still lacks (all of them when there is no file).
+
+    A file written for this session earlier (by a previous instance of the backend)
+    must hold a prefix of ``events``; a damaged tail is cut first.
+    """
+    path = directory / FILE_NAME
+    opened = read_locked(path)
+    if opened is None:
+        return SessionLog(directory, header, fsync=fsync), events
+    fd, raw = opened
+    try:
+        parsed = parse_log(raw, str(path), header.id)
+        count = len(parsed.events)
+        if parsed.header.created_at != header.created_at or count > len(events):
+            raise SessionExistsError(
+                f'{path} holds another session "{header.id}" than the live one of that id'
+            )
+        if parsed.length < len(raw):
+            _cut(fd, parsed.length, path, "dropping a damaged tail")
+        log = SessionLog(directory, header, fsync=fsync, fd=fd, length=parsed.length)
+    except BaseException:
+        os.close(fd)
+        raise
+    return log, events[count:]

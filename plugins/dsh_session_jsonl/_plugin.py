@@ -1,0 +1,134 @@
+"""The ``session-jsonl`` plugin: sessions persisted as JSONL files under a root."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from dsh import Context, Plugin
+from dsh_session import Session, SessionEvent, SessionHeader
+
+from ._errors import SessionExistsError, SessionInUseError
+from ._format import FILE_NAME, check_session_id
+from ._listing import SessionSummary, list_sessions
+from ._log import SessionLog, attach, load_session, reopen
+
+__all__ = ["JsonlSessions", "JsonlSessionsConfig"]
+
+_log = logging.getLogger("dsh.session-jsonl")
+
+
+class JsonlSessionsConfig(BaseModel):
+    """Config of the ``session-jsonl`` plugin."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Where sessions are stored; a relative path is taken from the process's current
+    #: directory when the plugin starts (sessions belong to where the user works).
+    root: str = Field(default=".dsh/sessions", min_length=1)
+    #: Sync each committed record to the disk before ``append`` returns.
+    fsync: bool = True
+
+
+class JsonlSessions(Plugin):
+    """Persists every session of the ``sessions`` store as ``<root>/<id>/session.jsonl``
+    and loads them back for ``sessions.resume(id)``.
+    """
+
+    name = "session-jsonl"
+    Config = JsonlSessionsConfig
+    inject = ("sessions",)
+
+    def __init__(self, ctx: Context, config: JsonlSessionsConfig) -> None:
+        super().__init__(ctx, config)
+        #: The session root, made absolute when the plugin started.
+        self.root: Path = Path(config.root).expanduser().absolute()
+        self._fsync = config.fsync
+        self._logs: dict[str, SessionLog] = {}
+        # Sessions loaded by ``session/open`` that the store has not adopted yet.
+        self._loaded: dict[str, tuple[SessionHeader, int]] = {}
+
+    def setup(self) -> Iterator[Callable[[], object]]:
+        ctx = self.ctx
+        yield ctx.on("session/created", self._created)
+        yield ctx.on("session/event", self._event)
+        yield ctx.on("session/disposed", self._disposed)
+        yield ctx.on("session/open", self._open)
+        yield self._close_all
+        # Sessions that went live before this plugin started (or while it restarted).
+        for session in ctx.sessions.list():
+            self._attach(session, session.events)
+
+    def list_sessions(self) -> list[SessionSummary]:
+        """The sessions stored under :attr:`root` (see :func:`list_sessions`)."""
+        return list_sessions(self.root)
+
+    def log_of(self, session_id: str) -> SessionLog | None:
+        """The open file of live session ``session_id``, if this plugin holds one."""
+        return self._logs.get(session_id)
+
+    # -- listeners ----------------------------------------------------------------------
+
+    def _directory(self, session_id: str) -> Path:
+        return self.root / check_session_id(session_id)
+
+    def _created(self, session: Session) -> None:
+        directory = self._directory(session.id)
+        loaded = self._loaded.pop(session.id, None)
+        if loaded is not None and loaded[0] is session.header:
+            self._logs[session.id] = reopen(directory, session.header, loaded[1], fsync=self._fsync)
+            return
+        if (directory / FILE_NAME).exists():
+            raise SessionExistsError(
+                f'session "{session.id}" is already stored in {directory} '
+                "(resume it with sessions.resume, or choose another id)"
+            )
+        self._logs[session.id] = SessionLog(directory, session.header, fsync=self._fsync)
+        self._logs[session.id].add(session.events)
+
+    def _event(self, session: Session, event: SessionEvent) -> None:
+        log = self._logs.get(session.id)
+        if log is None:  # a session that went live without session/created reaching us
+            self._attach(session, session.events)
+        else:
+            log.add((event,))
+
+    def _attach(self, session: Session, events: list[SessionEvent]) -> None:
+        log, missing = attach(
+            self._directory(session.id), session.header, events, fsync=self._fsync
+        )
+        self._logs[session.id] = log
+        log.add(missing)
+
+    def _disposed(self, session: Session) -> None:
+        log = self._logs.pop(session.id, None)
+        if log is not None:
+            log.close()
+
+    async def _open(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]] | None:
+        directory = self._directory(session_id)
+        if session_id in self._logs:
+            raise SessionInUseError(f'session "{session_id}" is live in this process')
+        load = functools.partial(load_session, directory, session_id, fsync=self._fsync)
+        loaded = await anyio.to_thread.run_sync(load)
+        if loaded is None:
+            return None
+        for note in loaded.notes:
+            _log.warning("%s", note)
+        self._loaded[session_id] = (loaded.header, loaded.length)
+        return loaded.header, loaded.events
+
+    def _close_all(self) -> None:
+        logs = list(self._logs.values())
+        self._logs.clear()
+        self._loaded.clear()
+        for log in logs:
+            log.close()
+
+    def __repr__(self) -> str:
+        return f"<JsonlSessions {self.root} ({len(self._logs)} open)>"

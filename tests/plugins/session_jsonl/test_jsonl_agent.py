@@ -1,0 +1,263 @@
+"""``session-jsonl`` under a real agent: a persisted turn resumed from a deployment,
+and a process SIGKILLed mid-turn whose committed records all survive."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import dsh
+from dsh_llm import ToolResultBlock
+from dsh_session import Sessions
+from dsh_session_jsonl import FILE_NAME, JsonlSessions, list_sessions
+
+pytestmark = pytest.mark.anyio
+
+ECHO = Path(__file__).parents[3] / "examples" / "echo-agent"
+
+
+def deployment(tmp_path: Path, name: str, entries: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(entries))
+    return path
+
+
+async def test_an_agent_turn_is_persisted_and_resumed(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    yml = deployment(
+        tmp_path,
+        "echo.yml",
+        f"""\
+        - id: model
+          name: {ECHO / "mock_model.py"}
+        - id: agent-core
+          name: agent-core
+          config: {{model: echo-mock}}
+        - id: echo
+          name: {ECHO / "echo_tool.py"}
+        - id: persistence
+          name: session-jsonl
+          config: {{root: "{root}"}}
+        """,
+    )
+    async with dsh.Context() as ctx:
+        await dsh.load_deployment(yml, ctx)
+        agent = ctx.agents.get("main")
+        agent.send("echo hello")
+        await agent.when_idle()
+        session = agent.session
+        messages = session.derive_messages()
+        events = [e.to_json() for e in session.events]
+    assert messages[-1].text == "The echo tool returned: hello"
+    path = root / session.id / FILE_NAME
+    on_disk = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert on_disk[0]["meta"] == {"agent": "main", "model": "echo-mock"}
+    assert on_disk[1:] == json.loads(json.dumps(events))
+
+    async with dsh.Context() as ctx:
+        await dsh.load_deployment(yml, ctx)
+        resumed = await ctx.sessions.resume(session.id)
+        assert resumed.derive_messages() == messages
+        # Continue the conversation with the resumed log (what `--resume` does).
+        again = ctx.agents.create("again", model="echo-mock", session=resumed)
+        again.send("echo more")
+        await again.when_idle()
+        assert resumed.turn_end(2) == {"kind": "completed"}
+        history = [m.text for m in resumed.derive_messages() if m.role == "assistant"]
+        assert history[-1] == "The echo tool returned: more"
+    # The declared agent of the second run got a new session, but wrote nothing.
+    (summary,) = list_sessions(root)
+    assert (summary.id, summary.turns, summary.open) == (session.id, 2, False)
+    assert summary.meta == {"agent": "main", "model": "echo-mock"}
+
+
+# -- SIGKILL mid-turn --------------------------------------------------------------------
+
+SCRIPTED_MODEL = '''\
+"""A slow scripted model: step 1 calls the ``probe`` tool; step 2 streams some text,
+says BLOCKED and waits for a line on stdin (the test never sends one)."""
+
+import sys
+
+import anyio
+from pydantic import BaseModel
+
+from dsh_llm import BlockEnd, BlockStart, Finish, TextDelta, ToolCallDelta
+from dsh_tools import Tool
+
+name = "slow-model"
+inject = ["llm", "tools"]
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+class Slow:
+    async def stream(self, request):
+        if request.step == 1:
+            yield BlockStart(0, "tool-call")
+            yield ToolCallDelta(0, "call-1", "{}", name="probe")
+            yield BlockEnd(0)
+            yield Finish("tool-calls")
+            return
+        yield BlockStart(0, "text")
+        yield TextDelta(0, "thinking")
+        print("BLOCKED", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        yield TextDelta(0, " done")
+        yield BlockEnd(0)
+        yield Finish("stop")
+
+
+async def probe(args, call):
+    return "probed"
+
+
+def apply(ctx, config):
+    yield ctx.llm.register_adapter(["slow"], Slow())
+    yield ctx.tools.register(
+        Tool(name="probe", description="Probe.", parameters=NoArgs, execute=probe)
+    )
+'''
+
+DRIVER = """\
+import sys
+
+import anyio
+
+import dsh
+from dsh_session import COMMIT_EVENTS
+
+
+async def main(path):
+    async with dsh.Context() as root:
+        await dsh.load_deployment(path, root)
+        agent = root.agents.get("main")
+
+        def report(session, event):
+            # Registered after the backend's listener: it runs once the record is durable.
+            if event.type in COMMIT_EVENTS or event.type == "step/end":
+                print("COMMIT", event.seq, event.type, flush=True)
+            if event.type == "tool/result":
+                print("READY", flush=True)
+
+        root.on("session/event", report)
+        print("SESSION", agent.session.id, flush=True)
+        agent.send("probe, please")
+        await agent.when_idle()  # never: the model waits on stdin
+
+
+anyio.run(main, sys.argv[1])
+"""
+
+
+@dataclass
+class Crash:
+    root: Path
+    session_id: str
+    committed: list[tuple[int, str]]
+
+
+def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
+    for line in stream:  # type: ignore[attr-defined]
+        lines.put(line.rstrip("\n"))
+    lines.put(None)
+
+
+@pytest.fixture
+def crash(tmp_path: Path) -> Crash:
+    """Run a deployment in a child process and SIGKILL it mid-turn."""
+    root = tmp_path / "sessions"
+    (tmp_path / "scripted.py").write_text(SCRIPTED_MODEL)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    yml = deployment(
+        tmp_path,
+        "slow.yml",
+        f"""\
+        - id: model
+          name: ./scripted.py
+        - id: agent-core
+          name: agent-core
+          config: {{model: slow}}
+        - id: persistence
+          name: session-jsonl
+          config: {{root: "{root}"}}
+        """,
+    )
+    command = [sys.executable, str(tmp_path / "driver.py"), str(yml)]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen(command, cwd=tmp_path, text=True, **pipes) as child:  # type: ignore[call-overload]
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_pump, args=(child.stdout, lines), daemon=True).start()
+        session_id = ""
+        committed: list[tuple[int, str]] = []
+        ready = False
+        try:
+            while True:
+                line = lines.get(timeout=120)  # a guard against a hung child, not a wait
+                if line is None:
+                    pytest.fail(f"the driver exited early:\n{child.stderr.read()}")
+                kind, _, rest = line.partition(" ")
+                if kind == "SESSION":
+                    session_id = rest
+                elif kind == "COMMIT":
+                    seq, event_type = rest.split(" ")
+                    committed.append((int(seq), event_type))
+                elif kind == "READY":
+                    ready = True
+                elif kind == "BLOCKED":
+                    break
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.kill()
+        assert child.wait() == -signal.SIGKILL
+    assert ready
+    return Crash(root, session_id, committed)
+
+
+async def test_records_committed_before_a_sigkill_survive_and_the_turn_is_closed(
+    crash: Crash,
+) -> None:
+    # Killed while the model streams step 2: step 1 was committed, step 2 was not.
+    assert crash.committed == [
+        (1, "user/message"),
+        (8, "assistant/message"),
+        (9, "tool/call"),
+        (10, "tool/result"),
+        (11, "step/end"),
+    ]
+    async with dsh.Context() as ctx:
+        await ctx.plugin(Sessions)
+        await ctx.plugin(JsonlSessions, {"root": str(crash.root)})
+        session = await ctx.sessions.resume(crash.session_id)
+        for seq, event_type in crash.committed:
+            assert session.events[seq].type == event_type
+        types = [e.type for e in session.events]
+        # What was buffered before a commit was written with it.
+        assert types[: types.index("assistant/message")] == [
+            "turn/start",
+            "user/message",
+            "step/start",
+            "request/header",
+            "assistant/chunk",
+            "assistant/chunk",
+            "assistant/chunk",
+            "assistant/chunk",
+        ]
+        # Step 2's start, header and chunks were only buffered: lost with the process.
+        assert types[11:] == ["step/end", "turn/end"]
+        assert session.events[-1].data == {"turn": 1, "reason": {"kind": "interrupted"}}
+        assert [m.role for m in session.derive_messages()] == ["user", "assistant", "tool"]
+        result = session.derive_messages()[-1].content[0]
+        assert isinstance(result, ToolResultBlock)
+        assert result.content == "probed"

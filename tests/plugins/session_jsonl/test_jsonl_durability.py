@@ -1,0 +1,400 @@
+"""What ``session-jsonl`` syncs and when, and how it survives I/O errors.
+
+``os`` functions are patched to count or to fail once (ENOSPC, EIO), only for the
+descriptors of session files (and directories), so the event loops are untouched.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import stat
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh import Context, DshError
+from dsh_llm import Message
+from dsh_session import Session, Sessions
+from dsh_session_jsonl import (
+    FILE_NAME,
+    JsonlSessions,
+    SessionDataError,
+    SessionWriteError,
+)
+
+pytestmark = pytest.mark.anyio
+
+Runtime = tuple[Context, Sessions, JsonlSessions]
+
+
+@asynccontextmanager
+async def running(root: Path, **config: Any) -> AsyncIterator[Runtime]:
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        fiber = await ctx.plugin(JsonlSessions, {"root": str(root), **config})
+        yield ctx, ctx.sessions, fiber.instance
+
+
+def user(session: Session, text: str, turn: int = 1) -> None:
+    session.append("user/message", {"turn": turn, "message": Message.user(text).to_json()})
+
+
+def chunk(session: Session, i: int) -> None:
+    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"i": i}})
+
+
+def seqs(path: Path) -> list[int]:
+    return [json.loads(line)["seq"] for line in path.read_bytes().splitlines()[1:]]
+
+
+def is_file(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+def is_dir(fd: int) -> bool:
+    return stat.S_ISDIR(os.fstat(fd).st_mode)
+
+
+def fail_once(
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    code: int = errno.ENOSPC,
+    when: Callable[[int], bool] = is_file,
+) -> list[int]:
+    """Make ``os.<name>`` raise ``OSError(code)`` the first time ``when(fd)`` holds;
+    returns the list the failing fd is put in."""
+    real = getattr(os, name)
+    failed: list[int] = []
+
+    def fake(fd: int, *args: Any) -> Any:
+        if not failed and when(fd):
+            failed.append(fd)
+            raise OSError(code, os.strerror(code))
+        return real(fd, *args)
+
+    monkeypatch.setattr(os, name, fake)
+    return failed
+
+
+def count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record ``"file"`` or ``"dir"`` for each fsync (and still sync)."""
+    real = os.fsync
+    calls: list[str] = []
+
+    def fake(fd: int) -> None:
+        calls.append("dir" if is_dir(fd) else "file")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fake)
+    return calls
+
+
+# -- what is synced when -----------------------------------------------------------------
+
+
+async def test_chunks_are_batched_and_each_commit_is_synced_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = count_fsyncs(monkeypatch)
+    async with running(tmp_path) as (_, sessions, _):
+        session = sessions.create()
+        path = tmp_path / session.id / FILE_NAME
+        session.append("turn/start", {"turn": 1})
+        assert calls == []
+        user(session, "hi")  # creates the file: the file, its directory and the root
+        assert calls == ["file", "dir", "dir"]
+        assert seqs(path) == [0, 1]
+        calls.clear()
+        session.append("step/start", {"turn": 1, "step": 1})
+        session.append("request/header", {"turn": 1, "step": 1, "header": {"model": "m"}})
+        for i in range(50):
+            chunk(session, i)
+        assert calls == []
+        assert seqs(path) == [0, 1]  # not even written yet
+        commits: list[tuple[str, dict[str, Any]]] = [
+            ("assistant/message", {"turn": 1, "step": 1, "message": Message.user("x").to_json()}),
+            ("tool/call", {"turn": 1, "step": 1, "call_id": "c", "name": "t", "arguments": ""}),
+            (
+                "tool/result",
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "call_id": "c",
+                    "name": "t",
+                    "content": "",
+                    "is_error": False,
+                },
+            ),
+            ("step/end", {"turn": 1, "step": 1}),
+            ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+        ]
+        for n, (kind, data) in enumerate(commits, start=1):
+            event = session.append(kind, data)
+            assert calls == ["file"] * n
+            assert seqs(path)[-1] == event.seq  # durable before append returned
+        assert seqs(path) == list(range(len(session.events)))
+
+
+async def test_an_existing_session_directory_is_reused_and_not_resynced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running(tmp_path) as (_, sessions, _):
+        session = sessions.create(id="left")
+        (tmp_path / "left").mkdir(parents=True)  # a crash left it before publishing
+        calls = count_fsyncs(monkeypatch)
+        user(session, "hi")
+        assert calls == ["file", "dir"]
+        assert seqs(tmp_path / "left" / FILE_NAME) == [0]
+
+
+async def test_without_fsync_nothing_is_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = count_fsyncs(monkeypatch)
+    async with running(tmp_path, fsync=False) as (_, sessions, _):
+        session = sessions.create()
+        session.append("turn/start", {"turn": 1})
+        user(session, "a")
+        chunk(session, 0)
+        user(session, "b")
+        assert seqs(tmp_path / session.id / FILE_NAME) == [0, 1, 2, 3]
+    async with running(tmp_path, fsync=False) as (_, sessions, _):
+        resumed = await sessions.resume(session.id)  # repairs the open turn
+        user(resumed, "c", turn=2)
+    assert seqs(tmp_path / session.id / FILE_NAME) == [0, 1, 2, 3, 4, 5]
+    assert calls == []
+
+
+# -- failures ----------------------------------------------------------------------------
+
+
+async def test_enospc_on_fsync_raises_cuts_back_and_a_retry_leaves_no_gap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running(tmp_path) as (_, sessions, plugin):
+        session = sessions.create()
+        user(session, "first")
+        path = tmp_path / session.id / FILE_NAME
+        size = path.stat().st_size
+        chunk(session, 0)
+        fail_once(monkeypatch, "fsync")
+        with pytest.raises(SessionWriteError) as info:
+            user(session, "second")
+        error = info.value
+        assert isinstance(error, DshError)
+        assert isinstance(error, OSError)
+        assert error.code == "SESSION_WRITE"
+        assert isinstance(error.__cause__, OSError)
+        assert error.__cause__.errno == errno.ENOSPC
+        assert f"cannot write session file {path}" in str(error)
+        assert f"cut back to its last good length ({size} bytes)" in str(error)
+        assert path.stat().st_size == size
+        assert len(session.events) == 3  # the store keeps the event in memory
+        log = plugin.log_of(session.id)
+        assert log is not None
+        assert log.pending == 2
+        user(session, "third")  # the retry: the next commit writes all three
+        assert seqs(path) == [0, 1, 2, 3]
+        assert log.pending == 0
+    async with running(tmp_path) as (_, sessions, _):
+        resumed = await sessions.resume(session.id)
+        assert [m.text for m in resumed.derive_messages()] == ["first", "second", "third"]
+
+
+async def test_a_short_write_then_eio_leaves_no_torn_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running(tmp_path) as (_, sessions, _):
+        session = sessions.create()
+        user(session, "first")
+        path = tmp_path / session.id / FILE_NAME
+        size = path.stat().st_size
+        real = os.write
+        state = {"calls": 0}
+
+        def short_then_fail(fd: int, data: Any) -> int:
+            if not is_file(fd):
+                return real(fd, data)
+            state["calls"] += 1
+            if state["calls"] == 1:
+                return real(fd, data[: len(data) // 2])
+            if state["calls"] == 2:
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            return real(fd, data)
+
+        monkeypatch.setattr(os, "write", short_then_fail)
+        with pytest.raises(SessionWriteError, match="Input/output error"):
+            user(session, "second " * 20)
+        assert path.stat().st_size == size
+        user(session, "third")
+        assert seqs(path) == [0, 1, 2]
+
+
+async def test_a_failed_rollback_reports_both_errors_and_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running(tmp_path) as (_, sessions, _):
+        session = sessions.create()
+        user(session, "first")
+        path = tmp_path / session.id / FILE_NAME
+        size = path.stat().st_size
+        fail_once(monkeypatch, "fsync", errno.EIO)
+        fail_once(monkeypatch, "ftruncate", errno.EROFS)
+        with pytest.raises(SessionWriteError, match="failed too") as info:
+            user(session, "second")
+        group = info.value.__cause__
+        assert isinstance(group, ExceptionGroup)
+        assert [e.errno for e in group.exceptions if isinstance(e, OSError)] == [
+            errno.EIO,
+            errno.EROFS,
+        ]
+        assert path.stat().st_size > size  # the unsynced record is still there
+        user(session, "third")  # cuts back first, then writes both again
+        assert seqs(path) == [0, 1, 2]
+
+
+async def test_a_failed_directory_sync_is_retried_by_the_next_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running(tmp_path) as (_, sessions, _):
+        session = sessions.create()
+        fail_once(monkeypatch, "fsync", errno.EIO, when=is_dir)
+        with pytest.raises(SessionWriteError, match="cannot sync directory"):
+            user(session, "first")
+        path = tmp_path / session.id / FILE_NAME
+        assert seqs(path) == [0]  # written and synced; only the entry may not be
+        monkeypatch.undo()
+        calls = count_fsyncs(monkeypatch)
+        user(session, "second")
+        assert calls == ["dir", "dir", "file"]
+        assert seqs(path) == [0, 1]
+
+
+async def test_a_failed_creation_leaves_nothing_and_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running(tmp_path) as (_, sessions, _):
+        session = sessions.create()
+        fail_once(monkeypatch, "fsync")
+        with pytest.raises(SessionWriteError, match="cannot create session file"):
+            user(session, "first")
+        directory = tmp_path / session.id
+        assert list(directory.iterdir()) == []  # the temporary file is gone
+        user(session, "second")
+        assert seqs(directory / FILE_NAME) == [0, 1]
+
+
+async def test_a_root_that_cannot_be_created(tmp_path: Path) -> None:
+    root = tmp_path / "file"
+    root.write_text("not a directory")
+    async with running(root) as (_, sessions, _):
+        session = sessions.create()
+        with pytest.raises(SessionWriteError, match="cannot create session file"):
+            user(session, "first")
+
+
+async def test_write_errors_when_closing_are_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, "dsh.session-jsonl"):
+        async with running(tmp_path) as (_, sessions, _):
+            session = sessions.create(id="closing")
+            user(session, "first")
+            chunk(session, 0)  # buffered when the runtime exits
+            fail_once(monkeypatch, "write")
+    assert "session 'closing': records lost when closing" in caplog.text
+    assert seqs(tmp_path / "closing" / FILE_NAME) == [0]
+
+
+async def test_data_that_is_not_json_stops_persisting_the_session(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_, sessions, _):
+        session = sessions.create()
+        user(session, "first")
+        chunk(session, 0)
+        bad = {"turn": 1, "step": 1, "header": {"temperature": float("nan")}}
+        with pytest.raises(SessionDataError, match="carries data that is not JSON") as info:
+            session.append("request/header", bad)
+        assert info.value.code == "SESSION_DATA"
+        assert isinstance(info.value, TypeError)
+        assert f"cannot be persisted past seq {2}" in str(info.value)
+        with pytest.raises(SessionDataError):
+            user(session, "later")  # the file stays a gapless prefix
+    path = tmp_path / session.id / FILE_NAME
+    assert seqs(path) == [0, 1]
+    async with running(tmp_path) as (_, sessions, _):
+        assert len((await sessions.resume(session.id)).events) == 2
+
+
+async def test_a_header_that_is_not_json_vetoes_the_session(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_, sessions, _):
+        with pytest.raises(SessionDataError, match="its header carries data that is not JSON"):
+            sessions.create(id="nan", meta={"temperature": float("nan")})
+        assert sessions.get("nan") is None
+
+
+# -- failures while loading --------------------------------------------------------------
+
+
+def write_open_turn(root: Path, sid: str, tail: bytes = b"") -> Path:
+    path = root / sid / FILE_NAME
+    path.parent.mkdir(parents=True)
+    lines = [
+        {"type": "session", "version": 1, "id": sid, "created_at": 1.0},
+        {"seq": 0, "type": "turn/start", "time": 1.0, "data": {"turn": 1}},
+    ]
+    path.write_bytes(b"".join(json.dumps(line).encode() + b"\n" for line in lines) + tail)
+    return path
+
+
+async def test_a_failed_repair_write_leaves_the_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_open_turn(tmp_path, "open")
+    before = path.read_bytes()
+    async with running(tmp_path) as (_, sessions, _):
+        fail_once(monkeypatch, "fsync")
+        with pytest.raises(SessionWriteError, match="cannot write the crash repair"):
+            await sessions.resume("open")
+        assert path.read_bytes() == before
+        resumed = await sessions.resume("open")
+        assert resumed.turn_end(1) == {"kind": "interrupted"}
+
+
+async def test_a_failed_cut_of_a_damaged_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_open_turn(tmp_path, "torn", tail=b'{"seq": 1')
+    before = path.read_bytes()
+    async with running(tmp_path) as (_, sessions, _):
+        fail_once(monkeypatch, "ftruncate")
+        with pytest.raises(SessionWriteError, match="cannot cut session file"):
+            await sessions.resume("torn")
+        assert path.read_bytes() == before
+
+
+async def test_a_failed_cut_when_attaching_fails_the_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        session = ctx.sessions.create(id="live")
+        session.append("turn/start", {"turn": 1})
+        header = json.dumps(
+            {"type": "session", "version": 1, "id": "live", "created_at": session.header.created_at}
+        )
+        path = tmp_path / "live" / FILE_NAME
+        path.parent.mkdir()
+        path.write_bytes(header.encode() + b"\n{torn")
+        fail_once(monkeypatch, "ftruncate")
+        with pytest.raises(SessionWriteError, match="cannot cut session file"):
+            await ctx.plugin(JsonlSessions, {"root": str(tmp_path)})
+        monkeypatch.undo()
+        await ctx.plugin(JsonlSessions, {"root": str(tmp_path)})  # the file was unlocked
+        assert seqs(path) == []  # cut; turn/start is buffered
+    assert seqs(path) == [0]

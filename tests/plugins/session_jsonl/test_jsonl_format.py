@@ -1,0 +1,229 @@
+"""The file format of ``session-jsonl``: record and header checks, and ``list_sessions``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_llm import Message
+from dsh_session import EVENT_TYPES
+from dsh_session_jsonl import (
+    FILE_NAME,
+    SessionCorruptError,
+    SessionReadError,
+    SessionSummary,
+    list_sessions,
+)
+from dsh_session_jsonl._format import (
+    _FIELDS,
+    InvalidRecord,
+    parse_event,
+    parse_log,
+    repair,
+)
+
+USER = Message.user("hi").to_json()
+
+
+def line(record: Any) -> bytes:
+    return json.dumps(record).encode()
+
+
+def event(seq: int, kind: str, data: dict[str, Any], time: float = 1.0) -> dict[str, Any]:
+    return {"seq": seq, "type": kind, "time": time, "data": data}
+
+
+def test_every_event_type_has_its_field_checks() -> None:
+    assert set(_FIELDS) == EVENT_TYPES
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b'{"seq": 0', "not JSON"),
+        (b"\xff\xfe", "not JSON"),
+        (line([1, 2]), "not an event record"),
+        (line({**event(0, "turn/start", {"turn": 1}), "extra": 1}), "not an event record"),
+        (line(event(-1, "turn/start", {"turn": 1})), "seq -1 is not a non-negative integer"),
+        (line(event(True, "turn/start", {"turn": 1})), "seq True is not"),
+        (line(event(0, "turn/begin", {"turn": 1})), "unknown event type 'turn/begin'"),
+        (line({**event(0, "turn/start", {"turn": 1}), "time": "now"}), "time 'now' is not"),
+        (line({**event(0, "turn/start", {"turn": 1}), "time": False}), "time False is not"),
+        (line({**event(0, "turn/start", {}), "data": []}), "data is not an object"),
+        (line(event(0, "turn/start", {})), "data.turn is missing or malformed"),
+        (line(event(0, "turn/start", {"turn": "1"})), "data.turn is missing or malformed"),
+        (line(event(0, "turn/end", {"turn": 1, "reason": "done"})), "data.reason"),
+        (line(event(0, "turn/end", {"turn": 1, "reason": {}})), "data.reason"),
+        (line(event(0, "user/message", {"turn": 1, "message": "hi"})), "data.message"),
+        (
+            line(event(0, "user/message", {"turn": 1, "message": {"role": "x", "content": []}})),
+            "data.message",
+        ),
+        (line(event(0, "assistant/chunk", {"turn": 1, "step": 1, "chunk": 1})), "data.chunk"),
+        (
+            line(
+                event(
+                    0,
+                    "tool/result",
+                    {
+                        "turn": 1,
+                        "step": 1,
+                        "call_id": "c",
+                        "name": "n",
+                        "content": "x",
+                        "is_error": 0,
+                    },
+                )
+            ),
+            "data.is_error",
+        ),
+    ],
+)
+def test_invalid_records(raw: bytes, problem: str) -> None:
+    with pytest.raises(InvalidRecord, match=problem.replace("(", r"\(")):
+        parse_event(raw)
+
+
+def test_a_valid_record_round_trips() -> None:
+    record = event(3, "user/message", {"turn": 1, "step": 1, "message": USER}, 2.5)
+    assert parse_event(line(record)).to_json() == record
+
+
+HEADER = {"type": "session", "version": 1, "id": "s", "created_at": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b"", "the file has no complete header line"),
+        (line(HEADER), "the file has no complete header line"),  # no newline
+        (b"{nope\n", "the header is not JSON"),
+        (line([HEADER]) + b"\n", "line 1 is not a session header"),
+        (line({**HEADER, "type": "turn/start"}) + b"\n", "line 1 is not a session header"),
+        (line({**HEADER, "version": 2}) + b"\n", "unsupported format version 2"),
+        (line({k: v for k, v in HEADER.items() if k != "version"}) + b"\n", "version None"),
+        (line({**HEADER, "id": "t"}) + b"\n", "the header names session 't'"),
+        (line({**HEADER, "created_at": "x"}) + b"\n", "created_at or cwd is malformed"),
+        (line({**HEADER, "cwd": 3}) + b"\n", "created_at or cwd is malformed"),
+        (line({**HEADER, "meta": []}) + b"\n", "meta is not an object"),
+    ],
+)
+def test_invalid_headers(raw: bytes, problem: str) -> None:
+    with pytest.raises(SessionCorruptError, match=f"^f.jsonl:1: .*{problem}"):
+        parse_log(raw, "f.jsonl", "s")
+
+
+def test_a_full_header_is_read_back() -> None:
+    header = {**HEADER, "cwd": "/w", "meta": {"agent": "a"}}
+    parsed = parse_log(line(header) + b"\n", "f", "s")
+    assert parsed.header.to_json() == {
+        k: v for k, v in header.items() if k not in ("type", "version")
+    }
+    assert (parsed.events, parsed.length, parsed.notes) == ([], len(line(header)) + 1, [])
+
+
+def test_repair_leaves_closed_and_empty_logs_alone() -> None:
+    assert repair([], 1.0) == []
+    raw = b"\n".join(
+        [
+            line(HEADER),
+            line(event(0, "turn/start", {"turn": 1})),
+            line(event(1, "turn/end", {"turn": 1, "reason": {"kind": "completed"}})),
+            line(event(2, "user/message", {"turn": 1, "message": USER})),
+        ]
+    )
+    events = parse_log(raw + b"\n", "f", "s").events
+    assert repair(events, 1.0) == []  # a record after the turn end opens nothing
+
+
+# -- listing -----------------------------------------------------------------------------
+
+
+def write(root: Path, sid: str, lines: list[Any], tail: bytes = b"") -> Path:
+    path = root / sid / FILE_NAME
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(line(x) + b"\n" for x in lines) + tail)
+    return path
+
+
+def header(sid: str, created: float, **extra: Any) -> dict[str, Any]:
+    return {"type": "session", "version": 1, "id": sid, "created_at": created, **extra}
+
+
+def test_list_sessions(tmp_path: Path) -> None:
+    assert list_sessions(tmp_path / "missing") == []
+    write(
+        tmp_path,
+        "done",
+        [
+            header("done", 10.0, cwd="/w", meta={"agent": "main", "model": "m"}),
+            event(0, "turn/start", {"turn": 1}, 11.0),
+            event(1, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}, 12.0),
+            event(2, "turn/start", {"turn": 2}, 13.0),
+            event(3, "turn/end", {"turn": 2, "reason": {"kind": "completed"}}, 14.0),
+        ],
+    )
+    write(
+        tmp_path,
+        "crashed",
+        [header("crashed", 20.0), event(0, "turn/start", {"turn": 1}, 30.0)],
+        tail=b'{"seq": 1, "type": "us',
+    )
+    write(tmp_path, "fresh", [header("fresh", 25.0)])
+    write(tmp_path, "badheader", [{"type": "nope"}])
+    write(tmp_path, "tornheader", [], tail=line(header("tornheader", 1.0)))
+    (tmp_path / "nofile").mkdir()
+    (tmp_path / "stray.txt").write_text("not a session")
+    (tmp_path / ".hidden").mkdir()
+    os.symlink(tmp_path / "done", tmp_path / "link")
+
+    summaries = list_sessions(tmp_path)
+    assert [s.id for s in summaries] == [
+        "crashed",
+        "fresh",
+        "done",
+        "badheader",
+        "nofile",
+        "tornheader",
+    ]
+    crashed, fresh, done = summaries[:3]
+    assert crashed == SessionSummary(
+        "crashed",
+        tmp_path / "crashed" / FILE_NAME,
+        created_at=20.0,
+        events=1,
+        turns=1,
+        last_activity=30.0,
+        open=True,
+    )
+    assert (fresh.events, fresh.turns, fresh.last_activity, fresh.open) == (0, 0, 25.0, False)
+    assert (done.cwd, dict(done.meta)) == ("/w", {"agent": "main", "model": "m"})
+    assert (done.events, done.turns, done.last_activity, done.open) == (4, 2, 14.0, False)
+    errors = {s.id: s.error for s in summaries[3:]}
+    assert "line 1 is not a session header" in str(errors["badheader"])
+    assert "No such file" in str(errors["nofile"])
+    assert "no complete header" in str(errors["tornheader"])
+    assert all(s.created_at is None for s in summaries[3:])
+
+
+def test_list_sessions_reads_only_the_tail_of_a_long_log(tmp_path: Path) -> None:
+    records = [header("long", 1.0)]
+    records += [event(seq, "turn/start", {"turn": seq + 1}, float(seq)) for seq in range(2000)]
+    # The last 100 KB are one unparsable line: the tail is read in growing blocks.
+    write(tmp_path, "long", records, tail=b"x" * 100_000 + b"\n")
+    (summary,) = list_sessions(tmp_path)
+    assert (summary.events, summary.turns, summary.open) == (2000, 2000, True)
+    write(tmp_path, "junk", [header("junk", 1.0)], tail=b"y" * 70_000 + b"\n")
+    junk = next(s for s in list_sessions(tmp_path) if s.id == "junk")
+    assert (junk.events, junk.last_activity, junk.error) == (0, 1.0, None)
+
+
+def test_list_sessions_of_a_root_that_is_not_a_directory(tmp_path: Path) -> None:
+    root = tmp_path / "file"
+    root.write_text("x")
+    with pytest.raises(SessionReadError, match="cannot list the session root"):
+        list_sessions(root)

@@ -1,0 +1,587 @@
+"""``session-jsonl`` with a real store: round trips, lifecycle, resume and crash repair,
+ids, locking."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh import ConfigError, Context, FiberState
+from dsh_llm import Message, TextBlock, ToolCallBlock
+from dsh_session import Session, SessionError, SessionEvent, SessionHeader, Sessions
+from dsh_session_jsonl import (
+    FILE_NAME,
+    JsonlSessions,
+    SessionCorruptError,
+    SessionExistsError,
+    SessionIdError,
+    SessionInUseError,
+    SessionReadError,
+    check_session_id,
+)
+
+pytestmark = pytest.mark.anyio
+
+Runtime = tuple[Context, Sessions, JsonlSessions]
+
+
+@asynccontextmanager
+async def running(root: Path, **config: Any) -> AsyncIterator[Runtime]:
+    """A root with the store and the JSONL backend on ``root``."""
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        fiber = await ctx.plugin(JsonlSessions, {"root": str(root), **config})
+        yield ctx, ctx.sessions, fiber.instance
+
+
+def turn(session: Session, n: int, *, close: bool = True) -> None:
+    """A realistic turn: a tool call step with streamed chunks, then an answer."""
+    session.append("turn/start", {"turn": n})
+    session.append("user/message", {"turn": n, "message": Message.user(f"echo {n}").to_json()})
+    session.append("step/start", {"turn": n, "step": 1})
+    session.append("request/header", {"turn": n, "step": 1, "header": {"model": "m"}})
+    for i in range(3):
+        session.append("assistant/chunk", {"turn": n, "step": 1, "chunk": {"i": i}})
+    call = ToolCallBlock(f"call-{n}", "echo", '{"text": "x"}')
+    message = Message("assistant", (TextBlock("calling"), call))
+    session.append("assistant/message", {"turn": n, "step": 1, "message": message.to_json()})
+    session.append(
+        "tool/call",
+        {"turn": n, "step": 1, "call_id": call.id, "name": "echo", "arguments": call.arguments},
+    )
+    session.append(
+        "tool/result",
+        {
+            "turn": n,
+            "step": 1,
+            "call_id": call.id,
+            "name": "echo",
+            "content": "x",
+            "is_error": False,
+        },
+    )
+    session.append("step/end", {"turn": n, "step": 1})
+    if close:
+        answer = Message("assistant", (TextBlock(f"done {n}"),))
+        session.append("step/start", {"turn": n, "step": 2})
+        session.append("assistant/message", {"turn": n, "step": 2, "message": answer.to_json()})
+        session.append("step/end", {"turn": n, "step": 2})
+        session.append("turn/end", {"turn": n, "reason": {"kind": "completed"}})
+
+
+def records(session: Session) -> list[dict[str, Any]]:
+    return [json.loads(json.dumps(e.to_json())) for e in session.events]
+
+
+def file_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def write_log(
+    root: Path, sid: str, events: list[dict[str, Any]], tail: bytes = b"", created: float = 1.0
+) -> Path:
+    """A session file written by hand: header, ``events`` as lines, then ``tail``."""
+    header = {"type": "session", "version": 1, "id": sid, "created_at": created}
+    path = root / sid / FILE_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(header).encode()] + [json.dumps(e).encode() for e in events]
+    path.write_bytes(b"\n".join(lines) + b"\n" + tail)
+    return path
+
+
+def events_of(build: Callable[[Session], None]) -> list[dict[str, Any]]:
+    """The records ``build`` appends to an in-memory session (no persistence)."""
+    session = Session(SessionHeader("scratch", 1.0))
+    build(session)
+    return records(session)
+
+
+def two_turns(session: Session) -> None:
+    turn(session, 1)
+    turn(session, 2)
+
+
+def one_and_a_half_turns(session: Session) -> None:
+    turn(session, 1)
+    turn(session, 2, close=False)
+
+
+def entries(path: Path) -> list[str]:
+    return sorted(os.listdir(path))
+
+
+def same(a: list[SessionEvent], b: list[SessionEvent]) -> bool:
+    return [e.to_json() for e in a] == [e.to_json() for e in b]
+
+
+# -- round trips -------------------------------------------------------------------------
+
+
+async def test_round_trip_through_a_fresh_runtime(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_, sessions, plugin):
+        session = sessions.create(cwd="/work", meta={"agent": "main", "model": "m"})
+        turn(session, 1)
+        turn(session, 2)
+        written = list(session.events)
+        messages = session.derive_messages()
+        assert plugin.root == tmp_path
+        assert [s.id for s in plugin.list_sessions()] == [session.id]
+        assert plugin.log_of(session.id) is not None
+        assert repr(plugin).startswith("<JsonlSessions")
+    path = tmp_path / session.id / FILE_NAME
+    lines = file_lines(path)
+    assert lines[0] == {
+        "type": "session",
+        "version": 1,
+        "id": session.id,
+        "created_at": session.header.created_at,
+        "cwd": "/work",
+        "meta": {"agent": "main", "model": "m"},
+    }
+    assert lines[1:] == [json.loads(json.dumps(e.to_json())) for e in written]
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    async with running(tmp_path) as (_, sessions, _):
+        resumed = await sessions.resume(session.id)
+        assert resumed.header == session.header
+        assert same(resumed.events, written)
+        assert resumed.derive_messages() == messages
+        # Appending goes on where the file ended.
+        turn(resumed, 3)
+    async with running(tmp_path) as (_, sessions, _):
+        again = await sessions.resume(session.id)
+        assert [e.seq for e in again.events] == list(range(len(again.events)))
+        assert again.last_turn() == 3
+        assert again.turn_end(3) == {"kind": "completed"}
+
+
+async def test_unicode_and_lone_surrogates_survive(tmp_path: Path) -> None:
+    texts = ["héllo 你好 🎉", "bad \ud800 surrogate"]
+    async with running(tmp_path) as (_, sessions, _):
+        session = sessions.create()
+        for text in texts:
+            session.append("user/message", {"turn": 1, "message": Message.user(text).to_json()})
+    assert "\\ud800" in (tmp_path / session.id / FILE_NAME).read_text()
+    async with running(tmp_path) as (_, sessions, _):
+        resumed = await sessions.resume(session.id)
+        assert [m.text for m in resumed.derive_messages()] == texts
+        assert len(resumed.events) == 2  # outside any turn: nothing to repair
+
+
+async def test_no_file_until_the_first_write(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_, sessions, plugin):
+        session = sessions.create()
+        assert not (tmp_path / session.id).exists()  # loading a deployment writes nothing
+        session.append("turn/start", {"turn": 1})
+        assert not (tmp_path / session.id).exists()  # buffered
+        session.append("user/message", {"turn": 1, "message": Message.user("hi").to_json()})
+        path = tmp_path / session.id / FILE_NAME
+        assert [line.get("seq") for line in file_lines(path)] == [None, 0, 1]
+        log = plugin.log_of(session.id)
+        assert log is not None
+        assert log.path == path
+        assert log.length == path.stat().st_size
+        assert log.pending == 0
+        assert repr(log).startswith("<SessionLog")
+        assert list(path.parent.iterdir()) == [path]  # the temporary name is gone
+
+
+# -- lifecycle ---------------------------------------------------------------------------
+
+
+async def test_a_session_leaving_the_store_flushes_and_closes_its_file(tmp_path: Path) -> None:
+    async with running(tmp_path) as (ctx, sessions, plugin):
+        made: list[Session] = []
+
+        def owner(octx: Context, config: None) -> None:
+            session = octx.sessions.create()
+            turn(session, 1)
+            session.append("turn/start", {"turn": 2})  # buffered when the owner leaves
+            made.append(session)
+
+        fiber = await ctx.plugin(owner)
+        session = made[0]
+        assert plugin.log_of(session.id) is not None
+        await fiber.dispose()
+        assert plugin.log_of(session.id) is None
+        assert file_lines(tmp_path / session.id / FILE_NAME)[-1]["type"] == "turn/start"
+        # The lock is released: the same runtime can resume it (turn 2 is repaired).
+        resumed = await sessions.resume(session.id)
+        assert resumed.turn_end(2) == {"kind": "interrupted"}
+
+
+async def test_unloading_the_plugin_closes_every_file(tmp_path: Path) -> None:
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        fiber = await ctx.plugin(JsonlSessions, {"root": str(tmp_path)})
+        plugin = fiber.instance
+        session = ctx.sessions.create()
+        turn(session, 1, close=False)
+        session.append("step/start", {"turn": 1, "step": 2})  # buffered
+        await fiber.dispose()
+        assert plugin.log_of(session.id) is None
+        lines = file_lines(tmp_path / session.id / FILE_NAME)
+        assert lines[-1]["type"] == "step/start"
+        # Not persisted any more, and the file is free for another runtime.
+        session.append("step/end", {"turn": 1, "step": 2})
+        async with running(tmp_path) as (_, other, _):
+            resumed = await other.resume(session.id)
+            assert [e.type for e in resumed.events[-2:]] == ["step/end", "turn/end"]
+
+
+async def test_a_restarted_plugin_continues_the_same_files(tmp_path: Path) -> None:
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        fiber = await ctx.plugin(JsonlSessions, {"root": str(tmp_path)})
+        session = ctx.sessions.create()
+        untouched = ctx.sessions.create()  # never written: stays without a file
+        turn(session, 1)
+        session.append("turn/start", {"turn": 2})
+        await fiber.restart()
+        assert fiber.state is FiberState.ACTIVE
+        assert fiber.instance.log_of(session.id) is not None
+        session.append("user/message", {"turn": 2, "message": Message.user("x").to_json()})
+        session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+        written = list(session.events)
+        assert not (tmp_path / untouched.id).exists()
+    async with running(tmp_path) as (_, sessions, _):
+        assert same((await sessions.resume(session.id)).events, written)
+
+
+async def test_sessions_that_went_live_before_the_plugin_are_written(tmp_path: Path) -> None:
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        session = ctx.sessions.create()
+        turn(session, 1)
+        empty = ctx.sessions.create()
+        fiber = await ctx.plugin(JsonlSessions, {"root": str(tmp_path)})
+        assert fiber.state is FiberState.ACTIVE
+        assert len(file_lines(tmp_path / session.id / FILE_NAME)) == len(session.events) + 1
+        assert not (tmp_path / empty.id).exists()
+        turn(session, 2)
+        written = list(session.events)
+    async with running(tmp_path) as (_, sessions, _):
+        assert same((await sessions.resume(session.id)).events, written)
+
+
+async def test_a_session_unknown_to_the_plugin_is_attached_on_its_first_event(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as (ctx, _, plugin):
+        header = SessionHeader("stray", 5.0)
+        stray = Session(header, on_append=lambda s, e: ctx.emit("session/event", s, e))
+        stray.append("turn/start", {"turn": 1})
+        assert plugin.log_of("stray") is not None
+        turn(stray, 2)
+    lines = file_lines(tmp_path / "stray" / FILE_NAME)
+    assert [line.get("seq") for line in lines] == [None, *range(len(stray.events))]
+
+
+async def test_attach_refuses_a_file_of_another_session_with_that_id(tmp_path: Path) -> None:
+    write_log(tmp_path, "taken", events_of(lambda s: turn(s, 1)), created=123.0)
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        ctx.sessions.create(id="taken")
+        fiber = ctx.plugin(JsonlSessions, {"root": str(tmp_path)})
+        with pytest.raises(SessionExistsError, match='holds another session "taken"'):
+            await fiber
+        # The file was left alone and unlocked.
+        async with running(tmp_path) as (_, other, _):
+            assert len((await other.resume("taken")).events) == 15
+
+
+async def test_attach_cuts_a_damaged_tail_then_writes_what_is_missing(tmp_path: Path) -> None:
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        session = ctx.sessions.create(id="live")
+        turn(session, 1)
+        done = records(session)
+        turn(session, 2, close=False)
+        # A previous backend instance wrote turn 1 and died mid-record.
+        created = session.header.created_at
+        write_log(tmp_path, "live", done, tail=b'{"seq": 15, "ty', created=created)
+        await ctx.plugin(JsonlSessions, {"root": str(tmp_path)})
+        written = list(session.events)
+    async with running(tmp_path) as (_, sessions, _):
+        resumed = await sessions.resume("live")
+        assert same(resumed.events[: len(written)], written)
+        assert resumed.turn_end(2) == {"kind": "interrupted"}
+
+
+async def test_creating_a_stored_id_is_refused(tmp_path: Path) -> None:
+    async with running(tmp_path) as (_, sessions, _):
+        turn(sessions.create(id="dup"), 1)
+    async with running(tmp_path) as (_, sessions, plugin):
+        with pytest.raises(SessionExistsError, match='session "dup" is already stored'):
+            sessions.create(id="dup")
+        assert sessions.get("dup") is None
+        assert plugin.log_of("dup") is None
+
+
+async def test_an_id_taken_on_disk_after_creation_is_refused_at_the_first_write(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as (_, sessions, _):
+        session = sessions.create(id="race")
+        write_log(tmp_path, "race", [])  # another process published it first
+        with pytest.raises(SessionExistsError, match="already exists"):
+            session.append("user/message", {"turn": 1, "message": Message.user("x").to_json()})
+        assert file_lines(tmp_path / "race" / FILE_NAME)[1:] == []
+        assert [p.name for p in (tmp_path / "race").iterdir()] == [FILE_NAME]
+
+
+# -- resume and crash repair -------------------------------------------------------------
+
+
+async def test_resuming_an_unknown_id(tmp_path: Path) -> None:
+    (tmp_path / "nofile").mkdir()
+    async with running(tmp_path) as (ctx, sessions, _):
+        assert await ctx.serial("session/open", "nothing") is None
+        assert await ctx.serial("session/open", "nofile") is None
+        with pytest.raises(SessionError, match='no stored session "nothing"'):
+            await sessions.resume("nothing")
+
+
+async def test_a_torn_last_line_is_dropped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    events = events_of(lambda s: turn(s, 1))
+    path = write_log(tmp_path, "torn", events, tail=b'{"seq": 15, "type": "turn/st')
+    good = len(path.read_bytes()) - len(b'{"seq": 15, "type": "turn/st')
+    async with running(tmp_path) as (_, sessions, _):
+        with caplog.at_level(logging.WARNING, "dsh.session-jsonl"):
+            resumed = await sessions.resume("torn")
+        assert [e.to_json() for e in resumed.events] == events
+    assert f"{path}:17: dropped a torn last line" in caplog.text
+    assert path.stat().st_size == good
+
+
+async def test_a_corrupt_record_before_the_last_turn_end_refuses_the_load(
+    tmp_path: Path,
+) -> None:
+    events = events_of(two_turns)
+    path = write_log(tmp_path, "bad", events)
+    raw = path.read_bytes().split(b"\n")
+    raw[5] = b'{"seq": 4, "type": "assistant/chunk", "time": 1, "da'  # line 6
+    path.write_bytes(b"\n".join(raw))
+    before = path.read_bytes()
+    async with running(tmp_path) as (_, sessions, _):
+        with pytest.raises(SessionCorruptError) as info:
+            await sessions.resume("bad")
+        assert sessions.get("bad") is None
+    error = info.value
+    assert str(error).startswith(f"{path}:6: not JSON")
+    assert "before the committed turn end on line 16" in str(error)
+    assert (error.path, error.line, error.code) == (str(path), 6, "SESSION_CORRUPT")
+    assert path.read_bytes() == before  # a refused load changes nothing
+
+
+async def test_an_invalid_record_after_the_last_turn_end_truncates_and_repairs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    events = events_of(one_and_a_half_turns)
+    assert events[23]["type"] == "tool/call"
+    broken = dict(events[23], data={"turn": 2, "step": 1})  # line 25: fields missing
+    later = [events[24], {"not": "a record"}, events[25]]  # lines 26-28: after the damage
+    path = write_log(tmp_path, "tail", [*events[:23], broken, *later])
+    async with running(tmp_path) as (_, sessions, _):
+        with caplog.at_level(logging.WARNING, "dsh.session-jsonl"):
+            resumed = await sessions.resume("tail")
+        kinds = [e.type for e in resumed.events[23:]]
+        # The call on line 22 never reached the log: the message asked for it.
+        assert kinds == ["tool/result", "step/end", "turn/end"]
+        result = resumed.events[23].data
+        assert result["code"] == "TOOL_NOT_STARTED"
+        assert result["content"] == "Error: tool call not started (the session was interrupted)"
+    assert f'{path}:25: "tool/call" record: data.call_id is missing or malformed' in caplog.text
+    assert "dropped it and the 3 line(s) after it" in caplog.text
+    assert "turn 2 was left open by a crash" in caplog.text
+    assert [line.get("seq") for line in file_lines(path)] == [None, *range(26)]
+
+
+async def test_a_seq_gap_refuses_the_load(tmp_path: Path) -> None:
+    events = events_of(lambda s: turn(s, 1))
+    del events[7]
+    path = write_log(tmp_path, "gap", events)
+    async with running(tmp_path) as (_, sessions, _):
+        with pytest.raises(SessionCorruptError, match=f"{path}:9: seq 8 where 7 was expected"):
+            await sessions.resume("gap")
+
+
+async def test_an_open_turn_with_a_pending_tool_call_is_closed_durably(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def crashed(session: Session) -> None:
+        turn(session, 1)
+        turn(session, 2, close=False)
+        del session.events[-2:]  # the result and the step end never reached the disk
+
+    events = events_of(crashed)
+    path = write_log(tmp_path, "open", events)
+    async with running(tmp_path) as (_, sessions, _):
+        with caplog.at_level(logging.WARNING, "dsh.session-jsonl"):
+            resumed = await sessions.resume("open")
+        closers = [e.to_json() for e in resumed.events[len(events) :]]
+        assert [c["seq"] for c in closers] == [24, 25, 26]
+        assert [(c["type"], c["data"]) for c in closers] == [
+            (
+                "tool/result",
+                {
+                    "turn": 2,
+                    "step": 1,
+                    "call_id": "call-2",
+                    "name": "echo",
+                    "content": "Error: tool outcome unknown (the session was interrupted)",
+                    "is_error": True,
+                    "code": "TOOL_OUTCOME_UNKNOWN",
+                },
+            ),
+            ("step/end", {"turn": 2, "step": 1}),
+            ("turn/end", {"turn": 2, "reason": {"kind": "interrupted"}}),
+        ]
+        history = resumed.derive_messages()
+        assert history[-1].role == "tool"
+        assert history[-2].tool_calls[0].id == "call-2"
+        resumed.append("turn/start", {"turn": 3})  # the log goes on after the repair
+        resumed.append("user/message", {"turn": 3, "message": Message.user("x").to_json()})
+    assert "turn 2 was left open by a crash; closed it as interrupted (3 record(s) added)" in (
+        caplog.text
+    )
+    on_disk = file_lines(path)
+    assert [line.get("seq") for line in on_disk] == [None, *range(29)]
+    async with running(tmp_path) as (_, sessions, _):
+        again = await sessions.resume("open")  # turn 3 is repaired now, turn 2 untouched
+        assert same(again.events[:29], resumed.events)
+        assert [e.type for e in again.events[29:]] == ["turn/end"]
+
+
+async def test_a_closed_log_and_a_log_without_turns_load_unchanged(tmp_path: Path) -> None:
+    closed = write_log(tmp_path, "closed", events_of(lambda s: turn(s, 1)))
+    empty = write_log(tmp_path, "empty", [])
+    before = closed.read_bytes(), empty.read_bytes()
+    async with running(tmp_path) as (_, sessions, _):
+        assert len((await sessions.resume("closed")).events) == 15
+        assert (await sessions.resume("empty")).events == []
+    assert (closed.read_bytes(), empty.read_bytes()) == before
+
+
+@pytest.mark.parametrize("change", ["append", "delete"])
+async def test_a_file_that_changed_between_load_and_adoption_is_refused(
+    tmp_path: Path, change: str
+) -> None:
+    path = write_log(tmp_path, "moving", events_of(lambda s: turn(s, 1)))
+
+    def meddle(session: Session) -> None:
+        if change == "delete":
+            path.unlink()
+        else:
+            with path.open("ab") as file:
+                file.write(b"{}\n")
+
+    async with running(tmp_path) as (ctx, sessions, _):
+        ctx.on("session/created", meddle, prepend=True)
+        with pytest.raises(SessionInUseError, match="changed after it was loaded"):
+            await sessions.resume("moving")
+        assert sessions.get("moving") is None
+
+
+async def test_a_loaded_session_not_adopted_does_not_confuse_a_later_create(
+    tmp_path: Path,
+) -> None:
+    write_log(tmp_path, "loaded", events_of(lambda s: turn(s, 1)))
+    async with running(tmp_path) as (ctx, sessions, _):
+        header, events = await ctx.serial("session/open", "loaded")
+        assert header.id == "loaded"
+        assert len(events) == 15
+        with pytest.raises(SessionExistsError):
+            sessions.create(id="loaded")
+
+
+async def test_a_live_session_cannot_be_opened_twice(tmp_path: Path) -> None:
+    async with running(tmp_path) as (ctx, sessions, _):
+        live = sessions.create(id="live")
+        turn(live, 1)
+        with pytest.raises(SessionError, match='session "live" already exists'):
+            await sessions.resume("live")  # the store refuses before asking
+        with pytest.raises(SessionInUseError, match='session "live" is live in this process'):
+            await ctx.serial("session/open", "live")
+        async with running(tmp_path) as (_, other, _):
+            with pytest.raises(SessionInUseError, match="in use by a live session"):
+                await other.resume("live")
+
+
+async def test_unreadable_session_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "dir" / FILE_NAME).mkdir(parents=True)
+    write_log(tmp_path, "eio", events_of(lambda s: turn(s, 1)))
+    real_read = os.read
+
+    def failing_read(fd: int, size: int) -> bytes:
+        if Path(f"/proc/self/fd/{fd}").resolve().name == FILE_NAME:
+            raise OSError(5, "Input/output error")
+        return real_read(fd, size)
+
+    async with running(tmp_path) as (_, sessions, _):
+        with pytest.raises(SessionReadError, match="cannot open session file"):
+            await sessions.resume("dir")
+        monkeypatch.setattr(os, "read", failing_read)
+        with pytest.raises(SessionReadError, match="cannot read session file") as info:
+            await sessions.resume("eio")
+        monkeypatch.undo()
+        assert info.value.code == "SESSION_READ"
+        assert isinstance(info.value, OSError)
+        assert len((await sessions.resume("eio")).events) == 15  # the lock was released
+
+
+# -- ids ---------------------------------------------------------------------------------
+
+BAD_IDS = ["../x", "a/b", "/abs/x", "", ".", "..", "a\n", "-x", ".hidden", "x" * 129, "a b"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+async def test_ids_that_could_escape_the_root_are_refused(tmp_path: Path, bad: str) -> None:
+    root = tmp_path / "root"
+    async with running(root) as (_, sessions, _):
+        with pytest.raises(SessionIdError, match="invalid session id") as info:
+            await sessions.resume(bad)
+        assert repr(bad) in str(info.value)
+        assert info.value.code == "SESSION_ID"
+        if bad:  # an empty id makes the store pick one
+            with pytest.raises(SessionIdError):
+                sessions.create(id=bad)
+            assert sessions.get(bad) is None
+    assert entries(tmp_path) == []  # nothing written, inside the root or out
+
+
+def test_good_ids_are_accepted() -> None:
+    for good in ["a", "0", "A.b_c-1", "x" * 128, "1af196fd5b7f48e08ec8313bb233323a"]:
+        assert check_session_id(good) == good
+    with pytest.raises(SessionIdError):
+        check_session_id(None)
+
+
+# -- config ------------------------------------------------------------------------------
+
+
+async def test_a_relative_root_is_taken_from_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        default = await ctx.plugin(JsonlSessions)
+        assert default.instance.root == tmp_path / ".dsh" / "sessions"
+        await default.dispose()
+        home = await ctx.plugin(JsonlSessions, {"root": "~/s", "fsync": False})
+        assert home.instance.root == tmp_path / "home" / "s"
+        with pytest.raises(ConfigError, match="root"):
+            await ctx.plugin(JsonlSessions, {"root": ""})
+        with pytest.raises(ConfigError, match="nope"):
+            await ctx.plugin(JsonlSessions, {"nope": 1})
