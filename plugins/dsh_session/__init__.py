@@ -13,7 +13,7 @@ from ._session import (
     SessionEvent,
     SessionHeader,
 )
-from ._store import Sessions, SessionSpecs
+from ._store import Sessions, SessionSpecs, StoredSession
 
 plugin = Sessions
 
@@ -26,5 +26,6 @@ __all__ = [
     "SessionHeader",
     "SessionSpecs",
     "Sessions",
+    "StoredSession",
     "plugin",
 ]

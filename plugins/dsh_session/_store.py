@@ -6,13 +6,29 @@ import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from dsh import Context, Disposer, Service, hookspec
 
 from ._session import Session, SessionError, SessionEvent, SessionHeader
 
-__all__ = ["SessionSpecs", "Sessions"]
+__all__ = ["SessionSpecs", "Sessions", "StoredSession"]
+
+
+class StoredSession(Protocol):
+    """What a persistence backend reports about one stored session."""
+
+    id: str
+    created_at: float | None
+    cwd: str | None
+    meta: Mapping[str, Any]
+    #: The number of the last turn recorded.
+    turns: int
+    last_activity: float | None
+    #: The last turn has no end (a crash, or still running); resuming closes it.
+    open: bool
+    #: Set when the stored session cannot be read (the other fields may be empty).
+    error: str | None
 
 
 class SessionSpecs:
@@ -31,6 +47,11 @@ class SessionSpecs:
     def session_event(self, session: Session, event: SessionEvent) -> None:
         """An event was appended to a live session; persistence listens here. A
         listener that raises makes the append raise (after the event is recorded)."""
+
+    @hookspec
+    def session_list(self, found: list[Any]) -> None:
+        """Emit: each persistence backend appends the sessions it stores to ``found``
+        (objects with the attributes of :class:`StoredSession`)."""
 
     @hookspec
     def session_open(self, session_id: str) -> Any:
@@ -96,10 +117,9 @@ class Sessions(Service):
         self.enter(session)
         return session
 
-    async def resume(self, session_id: str) -> Session:
-        """The stored session ``session_id``, loaded through ``session/open`` and held
-        in the store while the calling plugin lives. A turn the process died in is
-        closed (:meth:`Session.close_open_turn`), and the closing events are published.
+    async def load(self, session_id: str) -> Session:
+        """The stored session ``session_id`` through ``session/open``, not yet in the
+        store (hand it to :meth:`enter`, or to ``agents.create(session=...)``).
 
         Raises :class:`SessionError` when the id is live, when no listener knows it,
         and when the stored log is malformed.
@@ -116,10 +136,22 @@ class Sessions(Service):
             raise SessionError(
                 f'a session/open listener answered "{session_id}" with the header {header!r}'
             )
-        session = Session(header, list(events))
+        return Session(header, list(events))
+
+    async def resume(self, session_id: str) -> Session:
+        """:meth:`load`, then hold the session in the store while the calling plugin
+        lives and close a turn the process died in (:meth:`Session.close_open_turn`;
+        the closing events are published, so persistence records them)."""
+        session = await self.load(session_id)
         self.enter(session)
         session.close_open_turn()
         return session
+
+    def stored(self) -> list[StoredSession]:
+        """Every session the persistence backends store, most recent first."""
+        found: list[StoredSession] = []
+        self.home_ctx.emit("session/list", found)
+        return sorted(found, key=lambda s: -(s.last_activity or 0.0))
 
     def get(self, session_id: str) -> Session | None:
         """The live session ``session_id``, or None."""

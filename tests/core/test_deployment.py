@@ -180,6 +180,8 @@ async def test_every_plan_problem_is_reported_and_nothing_starts(
           config: {label: !env DSH_DEFINITELY_UNSET}
         - id: not-a-plugin
           name: "textwrap:dedent_missing"
+        - id: not-a-plugin-class
+          name: "json:JSONDecoder"
         - id: fine
           name: ./plug.py
         """,
@@ -188,15 +190,16 @@ async def test_every_plan_problem_is_reported_and_nothing_starts(
         with pytest.raises(DeploymentError) as info:
             await load_deployment(path, root, environ={})
         failures = info.value.failures
-        assert len(failures) == 4
+        assert len(failures) == 5
         text = str(info.value)
-        assert text.startswith(f"deployment {path} has 4 problems:")
+        assert text.startswith(f"deployment {path} has 5 problems:")
         assert f"{path}:2: entry 'bad-config'" in text
         assert "Input should be a valid integer, unable to parse string as an integer" in text
         assert f"{path}:6: Extra inputs are not permitted (at colour)" in text
         assert f"{path}:7: entry 'unknown': unknown plugin" in text
         assert "environment variable DSH_DEFINITELY_UNSET is not set" in text
         assert "entry 'not-a-plugin'" in text
+        assert "entry 'not-a-plugin-class': invalid plugin JSONDecoder" in text
         assert root.fiber._effects == {}
 
 
