@@ -111,6 +111,10 @@ class AgentFactory(Protocol):
         """A new agent owned by ``owner``'s fiber (disposed when that fiber unloads)."""
         ...
 
+    async def resume_agent(self, owner: Context, session: Session, agent_id: str | None) -> Agent:
+        """An agent continuing the stored ``session`` (see :meth:`AgentRegistry.resume`)."""
+        ...
+
 
 class AgentSpecs:
     """The events owned by the agent registry; all are dispatched with ``scope=agent``."""
@@ -216,6 +220,20 @@ class AgentRegistry(Service):
             session=session,
             max_tokens=max_tokens,
         )
+
+    async def resume(self, session_id: str, agent_id: str | None = None) -> Agent:
+        """An agent that continues the stored session ``session_id``.
+
+        The session is loaded through the persistence backend (``sessions.load``).
+        The agent is ``agent_id``, else the agent the session was recorded for; when
+        that agent is declared in the loop's config it is replaced by one with the same
+        model and persona (it must be idle with an empty session). A turn the process
+        died in is closed as interrupted.
+        """
+        if not self._factory:
+            raise AgentError("no agent factory registered (load the agent-loop plugin)")
+        session = await self.ctx.sessions.load(session_id)
+        return await self._factory[0].resume_agent(self.ctx, session, agent_id)
 
     def get(self, agent_id: str) -> Agent | None:
         """The live agent ``agent_id``, or None."""

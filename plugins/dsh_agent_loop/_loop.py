@@ -105,6 +105,43 @@ class AgentLoop(Plugin):
 
         return dispose_all()
 
+    async def resume_agent(
+        self, owner: Context, session: Session, agent_id: str | None
+    ) -> LoopAgent:
+        """An agent continuing ``session``; see :meth:`dsh_agent.AgentRegistry.resume`."""
+        declared = {spec.id: spec for spec in self.config.agents}
+        meta_agent = session.header.meta.get("agent")
+        if agent_id is None:
+            agent_id = meta_agent if isinstance(meta_agent, str) else None
+        if agent_id is None and len(declared) == 1:
+            agent_id = next(iter(declared))
+        if agent_id is None:
+            raise AgentArgumentError(
+                f'session "{session.id}" names no agent; choose one of: '
+                f"{', '.join(declared) or '(none declared)'}"
+            )
+        spec = declared.get(agent_id)
+        existing = owner.agents.get(agent_id)
+        if existing is not None:
+            if existing.status != "idle" or existing.session.events:
+                raise AgentError(
+                    f'agent "{agent_id}" is already running its own session; '
+                    f'cannot resume session "{session.id}" into it'
+                )
+            await existing.dispose()
+        model = session.header.meta.get("model")
+        agent = self.create_agent(
+            self.ctx if spec is not None else owner,
+            id=agent_id,
+            model=spec.model if spec is not None else (model if isinstance(model, str) else None),
+            cwd=None,
+            persona=spec.persona if spec is not None else None,
+            session=session,
+            max_tokens=spec.max_tokens if spec is not None else None,
+        )
+        session.close_open_turn()
+        return agent
+
     def create_agent(
         self,
         owner: Context,
@@ -147,7 +184,9 @@ class AgentLoop(Plugin):
         scope = create_scope(owner, agent)
         agent._scope = scope
         agent.ctx = actx = scope.ctx
-        own_session = session is None
+        # A session that is not in the store yet (new, or loaded for a resume) joins it
+        # with the agent and leaves with it.
+        own_session = session is None or actx.sessions.get(session.id) is not session
         agent.session = (
             session
             if session is not None

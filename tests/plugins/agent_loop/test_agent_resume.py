@@ -1,0 +1,162 @@
+"""agents.resume: an agent continues a stored session (with an in-memory backend)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+import dsh
+from dsh_agent import AgentArgumentError, AgentError
+from dsh_agent_core import AgentCore
+from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, LlmRequest, TextDelta
+from dsh_session import Session, SessionEvent, SessionHeader
+
+pytestmark = pytest.mark.anyio
+
+
+class Echo:
+    """Answers every request with the number of messages it was sent."""
+
+    def __init__(self) -> None:
+        self.requests: list[LlmRequest] = []
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
+        self.requests.append(request)
+        yield BlockStart(0, "text")
+        yield TextDelta(0, f"{len(request.messages)} messages")
+        yield BlockEnd(0)
+        yield Finish("stop")
+
+
+class Store:
+    """A persistence backend in memory: what session/event saw, served by session/open."""
+
+    def __init__(self) -> None:
+        self.headers: dict[str, SessionHeader] = {}
+        self.events: dict[str, list[SessionEvent]] = {}
+
+    def plugin(self, ctx: dsh.Context, config: None) -> Any:
+        def record(session: Session, event: SessionEvent) -> None:
+            self.headers[session.id] = session.header
+            self.events.setdefault(session.id, []).append(event)
+
+        def open_(session_id: str) -> Any:
+            if session_id not in self.headers:
+                return None
+            return self.headers[session_id], list(self.events[session_id])
+
+        yield ctx.on("session/event", record)
+        yield ctx.on("session/open", open_)
+
+
+@asynccontextmanager
+async def runtime(store: Store, **core: Any) -> AsyncIterator[tuple[dsh.Context, Echo]]:
+    async with dsh.Context() as root:
+        model = Echo()
+        config = {"model": "echo", **core}
+        await root.plugin(AgentCore, config)
+        root.llm.register_adapter(["echo"], model)
+        await root.plugin(store.plugin)
+        yield root, model
+
+
+def kinds(session: Session) -> list[str]:
+    return [e.type for e in session.events]
+
+
+async def test_a_declared_agent_continues_its_session_with_model_and_persona() -> None:
+    store = Store()
+    core = {"agents": [{"id": "main", "persona": "You are Main on {{model}}."}]}
+    async with runtime(store, **core) as (root, _):
+        agent = root.agents.get("main")
+        agent.send("hello")
+        await agent.when_idle()
+        sid = agent.session.id
+    async with runtime(store, **core) as (root, model):
+        fresh = root.agents.get("main")
+        resumed = await root.agents.resume(sid)
+        assert resumed.id == "main"
+        assert resumed is not fresh
+        assert root.agents.get("main") is resumed
+        assert resumed.model == "echo"
+        resumed.send("again")
+        await resumed.when_idle()
+        (request,) = model.requests
+        assert request.system is not None
+        assert request.system.endswith("You are Main on echo.")
+        assert [m.role for m in request.messages] == ["user", "assistant", "user"]
+        assert resumed.session.turn_end(2) == {"kind": "completed"}
+        assert root.sessions.get(sid) is resumed.session
+
+
+async def test_a_turn_left_open_is_closed_as_interrupted_and_persisted() -> None:
+    store = Store()
+    async with runtime(store) as (root, _):
+        agent = root.agents.get("main")
+        agent.send("hello")
+        await agent.when_idle()
+        sid = agent.session.id
+    # Cut the stored log after the second turn's start, as a crash would.
+    store.events[sid] = [
+        *store.events[sid],
+        SessionEvent(len(store.events[sid]), "turn/start", 0.0, {"turn": 2}),
+    ]
+    async with runtime(store) as (root, _):
+        resumed = await root.agents.resume(sid, "main")
+        assert resumed.session.turn_end(2) == {"kind": "interrupted"}
+        assert kinds(resumed.session)[-2:] == ["turn/start", "turn/end"]
+        assert store.events[sid][-1].type == "turn/end"
+
+
+async def test_an_undeclared_agent_takes_the_model_recorded_in_the_session() -> None:
+    store = Store()
+    async with runtime(store) as (root, _):
+        helper = root.agents.create("helper", model="echo")
+        helper.send("hi")
+        await helper.when_idle()
+        sid = helper.session.id
+    async with runtime(store) as (root, _):
+        resumed = await root.agents.resume(sid)
+        assert resumed.id == "helper"
+        assert resumed.model == "echo"
+        assert root.agents.get("main") is not None
+
+
+async def test_resume_refuses_a_busy_agent_and_names_missing_agents() -> None:
+    store = Store()
+    async with runtime(store) as (root, _):
+        agent = root.agents.get("main")
+        agent.send("hello")
+        await agent.when_idle()
+        sid = agent.session.id
+        nameless = root.sessions.create(meta={})
+        nameless.append("turn/start", {"turn": 1})
+    async with runtime(store) as (root, _):
+        main = root.agents.get("main")
+        main.send("busy")
+        await main.when_idle()
+        # "main" already has a session with events: it cannot take another.
+        with pytest.raises(AgentError, match='agent "main" is already running its own'):
+            await root.agents.resume(sid)
+    async with runtime(store, agents=[{"id": "a"}, {"id": "b"}]) as (root, _):
+        with pytest.raises(AgentArgumentError, match="names no agent; choose one of: a, b"):
+            await root.agents.resume(nameless.id)
+        resumed = await root.agents.resume(sid, "b")
+        assert resumed.id == "b"
+    async with runtime(store) as (root, _):
+        # A session naming no agent goes to the only declared one.
+        resumed = await root.agents.resume(nameless.id)
+        assert resumed.id == "main"
+        assert resumed.session.turn_end(1) == {"kind": "interrupted"}
+
+
+async def test_resume_needs_a_factory() -> None:
+    async with dsh.Context() as root:
+        from dsh_agent import AgentRegistry
+
+        await root.plugin(AgentRegistry)
+        with pytest.raises(AgentError, match="no agent factory registered"):
+            await root.agents.resume("anything")
