@@ -1,4 +1,4 @@
-"""The ``dsh`` command line: ``run``, ``check``, ``prompt`` and ``plugins``."""
+"""The ``dsh`` command line: ``run``, ``check``, ``prompt``, ``sessions``, ``plugins``."""
 
 from __future__ import annotations
 
@@ -152,11 +152,16 @@ async def _prompt(path: Path, as_json: bool, agent_id: str | None) -> int:
         return 0
 
 
-async def _run(path: Path, prompt: str | None, agent_id: str | None) -> int:
+async def _run(
+    path: Path, prompt: str | None, agent_id: str | None, resume: str | None = None
+) -> int:
     async with Context() as root:
         try:
             await load_deployment(path, root)
-            chosen = _select_agents(root, agent_id, every=False)
+            if resume is not None:
+                chosen = [await _resume(root, path, resume, agent_id)]
+            else:
+                chosen = _select_agents(root, agent_id, every=False)
         except (DshError, _UsageError) as exc:
             print(exc, file=sys.stderr)
             return 1
@@ -176,6 +181,67 @@ async def _run(path: Path, prompt: str | None, agent_id: str | None) -> int:
                 return 1
         status: int = await frontend.run(agent_id=chosen[0].id if chosen else None, prompt=prompt)
         return status
+
+
+async def _resume(root: Context, path: Path, session_id: str, agent_id: str | None) -> Any:
+    agents = root.get("agents")
+    if agents is None:
+        raise _UsageError(f"{path}: --resume needs agents (load agent-core)")
+    agent = await agents.resume(session_id, agent_id)
+    turns = agent.session.last_turn()
+    print(
+        f"resumed session {session_id} ({turns} turn{'s' if turns != 1 else ''}) "
+        f'as agent "{agent.id}"',
+        file=sys.stderr,
+    )
+    return agent
+
+
+async def _sessions(path: Path) -> int:
+    async with Context() as root:
+        try:
+            await load_deployment(path, root)
+        except DshError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        store = root.get("sessions")
+        if store is None or not root.events.event("session/list").listeners():
+            print(
+                f"{path}: no session persistence is configured (add session-jsonl)",
+                file=sys.stderr,
+            )
+            return 1
+        stored = store.stored()
+        if not stored:
+            print("no stored sessions")
+        for item in stored:
+            print(_describe_session(item))
+        return 0
+
+
+def _describe_session(item: Any) -> str:
+    if item.error is not None:
+        return f"{item.id}  unreadable: {item.error}"
+    when = "-" if item.last_activity is None else _local_time(item.last_activity)
+    meta = item.meta
+    parts = [
+        item.id,
+        when,
+        f"{item.turns} turn{'s' if item.turns != 1 else ''}",
+        f"agent {meta.get('agent') or '-'}",
+        f"model {meta.get('model') or '-'}",
+    ]
+    if item.cwd:
+        parts.append(f"cwd {item.cwd}")
+    if item.open:
+        parts.append("last turn interrupted (closed on resume)")
+    return "  ".join(parts)
+
+
+def _local_time(timestamp: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _plugins() -> int:
@@ -220,6 +286,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("file", type=Path)
     run.add_argument("-p", "--prompt", help="send one message, print the answer, exit")
     run.add_argument("--agent", metavar="ID", help="the agent to talk to")
+    run.add_argument(
+        "--resume", metavar="SESSION_ID", help="continue a stored session (see dsh sessions)"
+    )
+    sessions = sub.add_parser("sessions", help="list the sessions the deployment has stored")
+    sessions.add_argument("file", type=Path)
     sub.add_parser("plugins", help="list installed plugins and their config keys")
     return parser
 
@@ -234,7 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "prompt":
             return anyio.run(_prompt, args.file, args.json, args.agent)
         if args.command == "run":
-            return anyio.run(_run, args.file, args.prompt, args.agent)
+            return anyio.run(_run, args.file, args.prompt, args.agent, args.resume)
+        if args.command == "sessions":
+            return anyio.run(_sessions, args.file)
     except KeyboardInterrupt:
         # Ctrl-C before a front-end handles it (while loading the deployment).
         print("interrupted", file=sys.stderr)

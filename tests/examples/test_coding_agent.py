@@ -1,0 +1,197 @@
+"""The coding-agent example through the real ``dsh`` command, against a loopback server
+that speaks the OpenAI-compatible streaming wire format; then SIGKILL and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "coding-agent" / "dsh.yml"
+PERSONA = (
+    "You are coding-agent, powered by deepseek-chat. You help a developer understand and "
+    "change their code: read carefully, explain briefly, and propose small, tested changes."
+)
+STALL = "stall"
+
+
+def text_frames(text: str) -> list[dict[str, Any]]:
+    """An answer streamed word by word, then the usage-only final chunk."""
+    frames: list[dict[str, Any]] = [
+        {"choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}]}
+        for word in text.split()
+    ]
+    frames.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    frames.append({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3}})
+    return frames
+
+
+class Wire:
+    """A scripted chat-completions server on 127.0.0.1 (one reply per request)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.replies: queue.Queue[list[dict[str, Any]] | str] = queue.Queue()
+        self.stalled = threading.Event()
+        self.release = threading.Event()
+        wire = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                wire.requests.append(
+                    {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+                )
+                reply = wire.replies.get(timeout=30)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                frames = text_frames("Working on it") if reply == STALL else reply
+                for frame in frames[:1] if reply == STALL else frames:
+                    self.wfile.write(f"data: {json.dumps(frame)}\n\n".encode())
+                    self.wfile.flush()
+                if reply == STALL:
+                    wire.stalled.set()
+                    wire.release.wait(60)
+                    return
+                self.wfile.write(b"data: [DONE]\n\n")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def wire() -> Iterator[Wire]:
+    server = Wire()
+    yield server
+    server.close()
+
+
+def environ(wire: Wire) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
+    env.update(DEEPSEEK_API_KEY="sk-test-key", DEEPSEEK_BASE_URL=wire.url)
+    return env
+
+
+def dsh(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dsh", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def session_ids(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / ".dsh" / "sessions").iterdir() if p.is_dir())
+
+
+def records(root: Path, session_id: str) -> list[dict[str, Any]]:
+    path = root / ".dsh" / "sessions" / session_id / "session.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+
+
+def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
+    wire: Wire, tmp_path: Path
+) -> None:
+    wire.replies.put(text_frames("Hello from the model"))
+    done = dsh("run", str(EXAMPLE), "-p", "Explain main.py", cwd=tmp_path, env=environ(wire))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Hello from the model"
+    (request,) = wire.requests
+    assert request["path"] == "/chat/completions"
+    assert request["auth"] == "Bearer sk-test-key"
+    body = request["body"]
+    assert body["model"] == "deepseek-chat"
+    assert body["stream"] is True
+    assert body["messages"] == [
+        {"role": "system", "content": f"You are an AI agent powered by dsh.\n\n{PERSONA}"},
+        {"role": "user", "content": "Explain main.py"},
+    ]
+    (session,) = session_ids(tmp_path)
+    listed = dsh("sessions", str(EXAMPLE), cwd=tmp_path, env=environ(wire))
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith(session)
+    assert "1 turn  agent main  model deepseek-chat" in listed.stdout
+
+
+def test_a_missing_key_fails_at_once_naming_it(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
+    done = dsh("run", str(EXAMPLE), "-p", "hi", cwd=tmp_path, env=env)
+    assert done.returncode == 1
+    assert "environment variable DEEPSEEK_API_KEY is not set" in done.stderr
+    assert not (tmp_path / ".dsh").exists()
+
+
+def test_killed_mid_turn_then_resumed_loses_nothing_committed(wire: Wire, tmp_path: Path) -> None:
+    wire.replies.put(STALL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dsh", "run", str(EXAMPLE), "-p", "Refactor utils.py"],
+        cwd=tmp_path,
+        env=environ(wire),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        # The model has started answering: the user's message is committed by now.
+        assert wire.stalled.wait(30), "the model was never called"
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+    finally:
+        if process.poll() is None:  # pragma: no cover - only when an assert above failed
+            process.kill()
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()
+        process.stderr.close()
+    assert process.returncode == -signal.SIGKILL
+    (session,) = session_ids(tmp_path)
+    before = records(tmp_path, session)
+    assert [r["type"] for r in before][:2] == ["turn/start", "user/message"]
+    assert before[1]["data"]["message"]["content"][0]["text"] == "Refactor utils.py"
+
+    wire.replies.put(text_frames("Done refactoring"))
+    resumed = dsh(
+        "run", str(EXAMPLE), "--resume", session, "-p", "Continue", cwd=tmp_path, env=environ(wire)
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "Done refactoring"
+    assert f'resumed session {session} (1 turn) as agent "main"' in resumed.stderr
+    messages = wire.requests[-1]["body"]["messages"]
+    assert [(m["role"], m.get("content")) for m in messages[1:]] == [
+        ("user", "Refactor utils.py"),
+        ("user", "Continue"),
+    ]
+    after = records(tmp_path, session)
+    assert after[: len(before)] == before
+    ends = [r["data"] for r in after if r["type"] == "turn/end"]
+    assert ends == [
+        {"turn": 1, "reason": {"kind": "interrupted"}},
+        {"turn": 2, "reason": {"kind": "completed"}},
+    ]
+    assert [r["seq"] for r in after] == list(range(len(after)))
