@@ -1,6 +1,6 @@
 """Agent step benchmark: framework overhead per tool step, beside two peers and a floor.
 
-Run: ``.venv/bin/python bench/agent_step.py`` (asyncio backend; needs the ``bench`` extra;
+Run: ``.venv/bin/python -m bench.agent_step`` (asyncio backend; needs the ``bench`` extra;
 ``--quick`` for a smoke run, ``--profile`` to also profile dsh at N=100).
 
 One run is one user prompt, then N tool steps (the model asks for the ``echo`` tool with a
@@ -40,7 +40,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from agents import Agent as OaiAgent
@@ -69,14 +69,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage, UsageLimits
 from typing_extensions import override
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-if TYPE_CHECKING:  # mypy maps bench/ to the namespace package ``bench``
-    from bench._timing import Row, print_table, sample_async
-else:
-    from _timing import Row, print_table, sample_async
-
 import dsh
+from bench._timing import Row, print_table, sample_async
 from dsh_agent import Agent
 from dsh_agent_core import AgentCore
 from dsh_llm import (

@@ -1,6 +1,6 @@
 """Prompt benchmark: assemble + render beside a floor and Jinja2, in one run.
 
-Run: ``.venv/bin/python bench/prompt.py`` (needs the ``bench`` extra for Jinja2;
+Run: ``.venv/bin/python -m bench.prompt`` (needs the ``bench`` extra for Jinja2;
 ``--quick`` for a smoke run).
 
 The workload: S sections (10/100/1000) contributed by one plugin, T tools (10/100) from
@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 import jinja2
 
-sys.path.insert(0, str(Path(__file__).parent))
-
 import dsh
-from _timing import Row, measure, measure_async, print_table
+from bench._timing import Row, measure, measure_async, print_table
 from dsh_system_prompt import (
     AssembleContext,
     PromptSection,
@@ -121,15 +118,15 @@ async def run(quick: bool) -> tuple[list[Row], list[Row]]:
                 compiled = env.from_string(template_text)
                 assert compiled.render(VARIABLES) == expected
 
-                def floor(texts: list[str] = texts) -> None:
+                def floor(texts: list[str] = texts, ops: int = ops) -> None:
                     for _ in range(ops):
                         floor_render(texts)
 
-                def jinja_full(source: str = template_text) -> None:
+                def jinja_full(source: str = template_text, ops: int = ops) -> None:
                     for _ in range(ops):
                         env.from_string(source).render(VARIABLES)
 
-                def jinja_render(tpl: jinja2.Template = compiled) -> None:
+                def jinja_render(tpl: jinja2.Template = compiled, ops: int = ops) -> None:
                     for _ in range(ops):
                         tpl.render(VARIABLES)
 
@@ -143,7 +140,9 @@ async def run(quick: bool) -> tuple[list[Row], list[Row]]:
                     rounds,
                 )
 
-                async def ours(prompt: Any = prompt, context: Any = context) -> None:
+                async def ours(
+                    prompt: Any = prompt, context: Any = context, ops: int = ops
+                ) -> None:
                     for _ in range(ops):
                         render_prompt(await prompt.assemble(context))
 

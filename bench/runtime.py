@@ -1,6 +1,6 @@
 """Runtime benchmark: mount/dispose and event dispatch, beside raw pluggy in one run.
 
-Run: ``.venv/bin/python bench/runtime.py`` (asyncio backend; ``--quick`` for a smoke run).
+Run: ``.venv/bin/python -m bench.runtime`` (asyncio backend; ``--quick`` for a smoke run).
 
 * mount/dispose: N plugins, each registering a listener and a composite effect (a
   generator yielding the listener's exact disposer and a plain undo), mounted under one
@@ -14,16 +14,13 @@ Run: ``.venv/bin/python bench/runtime.py`` (asyncio backend; ``--quick`` for a s
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pluggy
 
-sys.path.insert(0, str(Path(__file__).parent))
-
 import dsh
-from _timing import Row, measure, measure_async, print_table
+from bench._timing import Row, measure, measure_async, print_table
 
 spec_marker = pluggy.HookspecMarker("bench")
 impl_marker = pluggy.HookimplMarker("bench")
@@ -127,12 +124,12 @@ async def bench_dispatch(sizes: list[int], ops: int, rounds: int) -> tuple[list[
                 root.on("bench/event", _noop)
                 root.on("bench/step", _pass_on)
 
-            def floor() -> None:
+            def floor(callbacks: list[Any] = callbacks) -> None:
                 for _ in range(ops):
                     for cb in callbacks:
                         cb(1)
 
-            def peer() -> None:
+            def peer(hook: Any = hook) -> None:
                 for _ in range(ops):
                     hook(payload=1)
 
@@ -142,12 +139,12 @@ async def bench_dispatch(sizes: list[int], ops: int, rounds: int) -> tuple[list[
 
             sync = measure({"floor": floor, "pluggy": peer, "dsh emit": emit}, ops, rounds)
 
-            async def floor_async() -> None:
+            async def floor_async(callbacks: list[Any] = callbacks) -> None:
                 for _ in range(ops):
                     for cb in callbacks:
                         cb(1)
 
-            async def peer_async() -> None:
+            async def peer_async(hook: Any = hook) -> None:
                 for _ in range(ops):
                     hook(payload=1)
 

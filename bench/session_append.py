@@ -1,6 +1,6 @@
 """Session append benchmark: the cost of durability policies for a JSONL session log.
 
-Run: ``.venv/bin/python bench/session_append.py`` (``--quick`` for a smoke run,
+Run: ``.venv/bin/python -m bench.session_append`` (``--quick`` for a smoke run,
 ``--records N``, ``--rounds R``, ``--dir PATH`` to write somewhere else than the system
 temp directory: on tmpfs an fsync costs nothing and every policy looks the same).
 

@@ -1,6 +1,6 @@
 """Streaming benchmark: N content deltas from a loopback chat-completions server.
 
-Run: ``.venv/bin/python bench/streaming.py`` (asyncio backend; ``--quick`` for a smoke
+Run: ``.venv/bin/python -m bench.streaming`` (asyncio backend; ``--quick`` for a smoke
 run). The server is a stdlib ``ThreadingHTTPServer`` in a separate process (so it does
 not compete for the GIL) answering every POST with the same pre-built SSE body: N
 OpenAI-style ``chat.completion.chunk`` frames of one content delta each, a finish

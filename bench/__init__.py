@@ -1,0 +1,1 @@
+"""Benchmarks: dsh beside its peers in one run. Run each as ``python -m bench.<name>``."""
