@@ -16,19 +16,29 @@ __all__ = ["SessionSpecs", "Sessions", "StoredSession"]
 
 
 class StoredSession(Protocol):
-    """What a persistence backend reports about one stored session."""
+    """What a persistence backend reports about one stored session (read-only)."""
 
-    id: str
-    created_at: float | None
-    cwd: str | None
-    meta: Mapping[str, Any]
-    #: The number of the last turn recorded.
-    turns: int
-    last_activity: float | None
-    #: The last turn has no end (a crash, or still running); resuming closes it.
-    open: bool
-    #: Set when the stored session cannot be read (the other fields may be empty).
-    error: str | None
+    @property
+    def id(self) -> str: ...
+    @property
+    def created_at(self) -> float | None: ...
+    @property
+    def cwd(self) -> str | None: ...
+    @property
+    def meta(self) -> Mapping[str, Any]: ...
+    @property
+    def turns(self) -> int:
+        """The number of the last turn recorded."""
+
+    @property
+    def last_activity(self) -> float | None: ...
+    @property
+    def open(self) -> bool:
+        """The last turn has no end (a crash, or still running); resuming closes it."""
+
+    @property
+    def error(self) -> str | None:
+        """Set when the stored session cannot be read (other fields may be empty)."""
 
 
 class SessionSpecs:

@@ -1,4 +1,4 @@
-"""Sessions persisted as JSONL files: one append-only, crash-repaired log per session.
+"""Sessions persisted as JSONL files: one append-only log per session.
 
 YAML name ``session-jsonl``; plugin ``JsonlSessions`` (needs the ``sessions`` service).
 See this package's README for the file format and the durability guarantees.

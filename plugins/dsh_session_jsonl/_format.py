@@ -1,4 +1,4 @@
-"""The file format: ids, encoding records, parsing and checking a log, crash repair.
+"""The file format: ids, encoding records, parsing and checking a log.
 
 Pure functions over bytes and events; the file handling lives in ``_log.py``.
 """
@@ -20,8 +20,6 @@ __all__ = [
     "DURABLE_EVENTS",
     "FILE_NAME",
     "FORMAT_VERSION",
-    "NOT_STARTED",
-    "OUTCOME_UNKNOWN",
     "SESSION_ID",
     "InvalidRecord",
     "Parsed",
@@ -31,7 +29,6 @@ __all__ = [
     "parse_event",
     "parse_header",
     "parse_log",
-    "repair",
 ]
 
 #: What a session id must look like: a plain file name that cannot escape the root.
@@ -42,11 +39,6 @@ FILE_NAME = "session.jsonl"
 FORMAT_VERSION = 1
 #: Records made durable (written and fsynced) before ``append`` returns.
 DURABLE_EVENTS = COMMIT_EVENTS | {"step/end"}
-
-#: The content of the synthetic result of a call that ran when the process died.
-OUTCOME_UNKNOWN = "Error: tool outcome unknown (the session was interrupted)"
-#: The content of the synthetic result of a call the model asked for that never ran.
-NOT_STARTED = "Error: tool call not started (the session was interrupted)"
 
 _EVENT_KEYS = frozenset({"seq", "type", "time", "data"})
 
@@ -118,7 +110,8 @@ _TURN: dict[str, _Check] = {"turn": _is_int}
 _STEP: dict[str, _Check] = {"turn": _is_int, "step": _is_int}
 _CALL: dict[str, _Check] = {**_STEP, "call_id": _is_str, "name": _is_str}
 
-#: The data fields each event type must carry (the ones history and repair read).
+#: The data fields each event type must carry (the ones the history and the store's
+#: crash repair read).
 _FIELDS: dict[str, dict[str, _Check]] = {
     "turn/start": _TURN,
     "turn/end": {**_TURN, "reason": _is_reason},
@@ -249,60 +242,6 @@ def parse_log(raw: bytes, path: str, session_id: str) -> Parsed:
         return Parsed(header, events, end, notes)
     notes.append(
         f"{path}:{bad[0]}: {bad[2]}; dropped it and the {len(lines) - bad[0]} line(s) "
-        "after it (the tail of the last turn, which is closed as interrupted)"
+        "after it (the tail of the last turn; the store closes that turn as interrupted)"
     )
     return Parsed(header, events, bad[1], notes)
-
-
-def repair(events: list[SessionEvent], now: float) -> list[SessionEvent]:
-    """The records that close the last turn if a crash left it open, else ``[]``.
-
-    Each tool call without a result gets an error result (``TOOL_OUTCOME_UNKNOWN``
-    when its ``tool/call`` was recorded, ``TOOL_NOT_STARTED`` when only the assistant
-    message asked for it), an open step gets ``step/end``, and the turn gets
-    ``turn/end`` with reason ``{"kind": "interrupted"}``.
-    """
-    start = len(events) - 1
-    while start >= 0 and events[start].type not in ("turn/start", "turn/end"):
-        start -= 1
-    if start < 0 or events[start].type == "turn/end":
-        return []
-    turn: int = events[start].data["turn"]
-    calls: dict[tuple[int, str], list[Any]] = {}  # (step, id) -> [name, recorded]
-    answered: set[tuple[int, str]] = set()
-    open_step: int | None = None
-    for event in events[start + 1 :]:
-        data = event.data
-        if event.type == "step/start":
-            open_step = data["step"]
-        elif event.type == "step/end":
-            open_step = None
-        elif event.type == "assistant/message":
-            for block in Message.from_json(data["message"]).tool_calls:
-                calls.setdefault((data["step"], block.id), [block.name, False])
-        elif event.type == "tool/call":
-            calls.setdefault((data["step"], data["call_id"]), [data["name"], False])[1] = True
-        elif event.type == "tool/result":
-            answered.add((data["step"], data["call_id"]))
-    closers: list[tuple[str, dict[str, Any]]] = []
-    for (step, call_id), (name, recorded) in calls.items():
-        if (step, call_id) not in answered:
-            closers.append(
-                (
-                    "tool/result",
-                    {
-                        "turn": turn,
-                        "step": step,
-                        "call_id": call_id,
-                        "name": name,
-                        "content": OUTCOME_UNKNOWN if recorded else NOT_STARTED,
-                        "is_error": True,
-                        "code": "TOOL_OUTCOME_UNKNOWN" if recorded else "TOOL_NOT_STARTED",
-                    },
-                )
-            )
-    if open_step is not None:
-        closers.append(("step/end", {"turn": turn, "step": open_step}))
-    closers.append(("turn/end", {"turn": turn, "reason": {"kind": "interrupted"}}))
-    first = len(events)
-    return [SessionEvent(first + i, kind, now, data) for i, (kind, data) in enumerate(closers)]

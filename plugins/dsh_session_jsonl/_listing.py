@@ -1,4 +1,4 @@
-"""Listing the sessions stored under a root without loading (or repairing) them."""
+"""Listing the sessions stored under a root without loading them."""
 
 from __future__ import annotations
 
@@ -19,10 +19,14 @@ __all__ = ["SessionSummary", "list_sessions"]
 _TAIL = 1 << 16
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SessionSummary:
     """One stored session as a listing shows it; ``error`` is set (and the other
-    fields left empty) when its file cannot be read."""
+    fields left empty) when its file cannot be read.
+
+    A :class:`dsh_session.StoredSession` (what ``sessions.stored()`` lists); not frozen,
+    because that protocol declares plain (settable) attributes.
+    """
 
     id: str
     path: Path
@@ -36,7 +40,7 @@ class SessionSummary:
     #: The time of the last valid record, else ``created_at``.
     last_activity: float | None = None
     #: Whether the last turn has no ``turn/end`` (running, or cut short by a crash:
-    #: resuming closes it as interrupted).
+    #: ``sessions.resume`` closes it as interrupted).
     open: bool = False
     error: str | None = None
 
@@ -96,7 +100,7 @@ def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:
     unreadable ones last (with ``error`` set). A missing root lists nothing.
 
     Reads only each file's header and its last records: nothing is locked, loaded or
-    repaired, so it is safe while sessions are live.
+    written, so it is safe while sessions are live.
     """
     base = Path(root)
     try:

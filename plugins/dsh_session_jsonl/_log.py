@@ -1,4 +1,4 @@
-"""Session files on disk: durable appends, loading with crash repair, locking.
+"""Session files on disk: durable appends, loading (cutting a damaged tail), locking.
 
 Every file operation goes through ``os`` on raw descriptors, so a short write, a
 failed ``fsync`` or a failed truncation is seen and handled where it happens.
@@ -11,7 +11,6 @@ import fcntl
 import logging
 import os
 import secrets
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from ._errors import (
     SessionReadError,
     SessionWriteError,
 )
-from ._format import DURABLE_EVENTS, FILE_NAME, encode, encode_header, parse_log, repair
+from ._format import DURABLE_EVENTS, FILE_NAME, encode, encode_header, parse_log
 
 __all__ = ["Loaded", "SessionLog", "attach", "load_session", "read_locked", "reopen"]
 
@@ -91,16 +90,19 @@ def read_locked(path: Path) -> tuple[int, bytes] | None:
     return fd, b"".join(chunks)
 
 
-def _cut(fd: int, length: int, path: Path, what: str) -> None:
+def _cut(fd: int, length: int, path: Path, what: str, *, fsync: bool) -> None:
+    """Truncate ``path`` to ``length`` bytes, and sync that (with ``fsync``)."""
     try:
         os.ftruncate(fd, length)
+        if fsync:
+            os.fsync(fd)
     except OSError as exc:
         raise SessionWriteError(f"cannot cut session file {path} back ({what}): {exc}") from exc
 
 
 @dataclass
 class Loaded:
-    """A stored session, repaired and ready to resume (``length`` = its file's size)."""
+    """A stored session, its damaged tail cut (``length`` = its file's size now)."""
 
     header: SessionHeader
     events: list[SessionEvent]
@@ -109,8 +111,12 @@ class Loaded:
 
 
 def load_session(directory: Path, session_id: str, *, fsync: bool) -> Loaded | None:
-    """Load ``<directory>/session.jsonl``: parse it, cut a damaged tail, close a turn
-    a crash left open and write the closing records durably. None when absent."""
+    """Load ``<directory>/session.jsonl``: parse it and cut a damaged tail (durably,
+    with ``fsync``). None when absent.
+
+    Nothing else is written: a turn a crash left open is closed by the store when it
+    enters the session, and its closing records reach the file as ``session/event``s.
+    """
     path = directory / FILE_NAME
     opened = read_locked(path)
     if opened is None:
@@ -118,27 +124,8 @@ def load_session(directory: Path, session_id: str, *, fsync: bool) -> Loaded | N
     fd, raw = opened
     try:
         parsed = parse_log(raw, str(path), session_id)
-        closers = repair(parsed.events, time.time())
-        if parsed.length < len(raw) or closers:
-            blob = b"".join(encode(event.to_json()) for event in closers)
-            _cut(fd, parsed.length, path, "dropping a damaged tail")
-            try:
-                _write_all(fd, blob)
-                if fsync:
-                    os.fsync(fd)
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, parsed.length)
-                raise SessionWriteError(
-                    f"cannot write the crash repair of session file {path}: {exc}"
-                ) from exc
-            parsed.events.extend(closers)
-            parsed.length += len(blob)
-            if closers:
-                parsed.notes.append(
-                    f"{path}: turn {closers[-1].data['turn']} was left open by a crash; "
-                    f"closed it as interrupted ({len(closers)} record(s) added)"
-                )
+        if parsed.length < len(raw):
+            _cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
     finally:
         os.close(fd)
     return Loaded(parsed.header, parsed.events, parsed.length, parsed.notes)
@@ -353,7 +340,7 @@ def attach(
                 f'{path} holds another session "{header.id}" than the live one of that id'
             )
         if parsed.length < len(raw):
-            _cut(fd, parsed.length, path, "dropping a damaged tail")
+            _cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
         log = SessionLog(directory, header, fsync=fsync, fd=fd, length=parsed.length)
     except BaseException:
         os.close(fd)

@@ -11,7 +11,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh import Context, Plugin
-from dsh_session import Session, SessionEvent, SessionHeader
+from dsh_session import Session, SessionEvent, SessionHeader, StoredSession
 
 from ._errors import SessionExistsError, SessionInUseError
 from ._format import FILE_NAME, check_session_id
@@ -36,8 +36,9 @@ class JsonlSessionsConfig(BaseModel):
 
 
 class JsonlSessions(Plugin):
-    """Persists every session of the ``sessions`` store as ``<root>/<id>/session.jsonl``
-    and loads them back for ``sessions.resume(id)``.
+    """Persists every session of the ``sessions`` store as ``<root>/<id>/session.jsonl``,
+    loads them back for ``sessions.load``/``sessions.resume`` and lists them for
+    ``sessions.stored()``.
     """
 
     name = "session-jsonl"
@@ -59,6 +60,7 @@ class JsonlSessions(Plugin):
         yield ctx.on("session/event", self._event)
         yield ctx.on("session/disposed", self._disposed)
         yield ctx.on("session/open", self._open)
+        yield ctx.on("session/list", self._stored)
         yield self._close_all
         # Sessions that went live before this plugin started (or while it restarted).
         for session in ctx.sessions.list():
@@ -122,6 +124,9 @@ class JsonlSessions(Plugin):
             _log.warning("%s", note)
         self._loaded[session_id] = (loaded.header, loaded.length)
         return loaded.header, loaded.events
+
+    def _stored(self, found: list[StoredSession]) -> None:
+        found.extend(self.list_sessions())
 
     def _close_all(self) -> None:
         logs = list(self._logs.values())

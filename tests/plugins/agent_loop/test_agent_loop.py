@@ -50,6 +50,7 @@ from dsh_llm import (
     UsageChunk,
 )
 from dsh_session import Session, SessionEvent, Sessions
+from dsh_session_jsonl import SessionWriteError
 from dsh_system_prompt import (
     TOOL_ORDER_REST,
     AssembleContext,
@@ -977,6 +978,39 @@ async def test_nothing_a_turn_raises_stops_the_driver(
             assert "broke" in reasons[0]["message"]
         assert boundaries(agent.session).count("turn/start") == 2
         assert boundaries(agent.session).count("turn/end") == 2
+
+
+async def test_a_failed_write_of_the_turn_end_is_logged_and_the_driver_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with rig() as r:
+        agent = r.agent("writer")
+        armed = [True]
+
+        def disk_full(session: Session, event: SessionEvent) -> None:
+            if event.type == "turn/end" and armed:
+                armed.clear()
+                raise SessionWriteError("cannot write session file: no space left on device")
+
+        r.root.on("session/event", disk_full)
+        r.model.reply(text("one"), text("two"))
+        with caplog.at_level(logging.ERROR, logger="dsh.agent-loop"):
+            await run(agent, "first")
+            assert agent.status == "idle"
+            await run(agent, "second")
+        (record,) = [rec for rec in caplog.records if rec.name == "dsh.agent-loop"]
+        assert record.getMessage() == "recording the end of turn 1 of agent 'writer' failed"
+        assert isinstance(record.exc_info and record.exc_info[1], SessionWriteError)
+        # The turn end is in the log (persistence failed, not the turn) and turn 2 ran.
+        assert [end["kind"] for end in ends(agent.session)] == ["completed", "completed"]
+        assert [m.text for m in agent.session.derive_messages()] == [
+            "first",
+            "one",
+            "second",
+            "two",
+        ]
+        assert r.errors == []
+        assert r.statuses == [("writer", "running"), ("writer", "idle")] * 2
 
 
 async def test_agent_error_names_the_step_it_failed_in() -> None:

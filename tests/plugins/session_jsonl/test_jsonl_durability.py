@@ -352,18 +352,42 @@ def write_open_turn(root: Path, sid: str, tail: bytes = b"") -> Path:
     return path
 
 
-async def test_a_failed_repair_write_leaves_the_file_as_it_was(
+@pytest.mark.parametrize("fsync", [True, False])
+async def test_a_damaged_tail_is_cut_durably_and_the_closing_records_follow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool
+) -> None:
+    path = write_open_turn(tmp_path, "torn", tail=b'{"seq": 1, "type": "us')
+    calls = count_fsyncs(monkeypatch)
+    async with running(tmp_path, fsync=fsync) as (ctx, sessions, _):
+        await ctx.serial("session/open", "torn")  # loading cuts the tail, writes nothing
+        assert seqs(path) == [0]
+        assert calls == (["file"] if fsync else [])
+        calls.clear()
+        await sessions.resume("torn")
+        # The store closes turn 1; the backend writes (and syncs) its turn/end.
+        assert seqs(path) == [0, 1]
+        assert calls == (["file"] if fsync else [])
+
+
+async def test_a_failed_write_of_the_closing_records_is_written_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_open_turn(tmp_path, "open")
     before = path.read_bytes()
-    async with running(tmp_path) as (_, sessions, _):
+    async with running(tmp_path) as (_, sessions, plugin):
         fail_once(monkeypatch, "fsync")
-        with pytest.raises(SessionWriteError, match="cannot write the crash repair"):
+        with pytest.raises(SessionWriteError, match="cannot write session file"):
             await sessions.resume("open")
-        assert path.read_bytes() == before
-        resumed = await sessions.resume("open")
+        assert path.read_bytes() == before  # cut back to its last good length
+        log = plugin.log_of("open")
+        assert log is not None
+        assert log.pending == 1  # the turn/end, written by the next commit or on close
+    assert seqs(path) == [0, 1]
+    async with running(tmp_path) as (_, sessions, _):
+        resumed = await sessions.resume("open")  # closed once: nothing to add
+        assert [e.type for e in resumed.events] == ["turn/start", "turn/end"]
         assert resumed.turn_end(1) == {"kind": "interrupted"}
+    assert seqs(path) == [0, 1]
 
 
 async def test_a_failed_cut_of_a_damaged_tail(

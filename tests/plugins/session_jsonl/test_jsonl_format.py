@@ -18,13 +18,7 @@ from dsh_session_jsonl import (
     SessionSummary,
     list_sessions,
 )
-from dsh_session_jsonl._format import (
-    _FIELDS,
-    InvalidRecord,
-    parse_event,
-    parse_log,
-    repair,
-)
+from dsh_session_jsonl._format import _FIELDS, InvalidRecord, parse_event, parse_log
 
 USER = Message.user("hi").to_json()
 
@@ -124,20 +118,6 @@ def test_a_full_header_is_read_back() -> None:
         k: v for k, v in header.items() if k not in ("type", "version")
     }
     assert (parsed.events, parsed.length, parsed.notes) == ([], len(line(header)) + 1, [])
-
-
-def test_repair_leaves_closed_and_empty_logs_alone() -> None:
-    assert repair([], 1.0) == []
-    raw = b"\n".join(
-        [
-            line(HEADER),
-            line(event(0, "turn/start", {"turn": 1})),
-            line(event(1, "turn/end", {"turn": 1, "reason": {"kind": "completed"}})),
-            line(event(2, "user/message", {"turn": 1, "message": USER})),
-        ]
-    )
-    events = parse_log(raw + b"\n", "f", "s").events
-    assert repair(events, 1.0) == []  # a record after the turn end opens nothing
 
 
 # -- listing -----------------------------------------------------------------------------

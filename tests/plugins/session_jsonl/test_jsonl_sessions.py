@@ -1,5 +1,5 @@
-"""``session-jsonl`` with a real store: round trips, lifecycle, resume and crash repair,
-ids, locking."""
+"""``session-jsonl`` with a real store: round trips, lifecycle, resume and crash repair
+(the store's, persisted by the backend), listing, ids, locking."""
 
 from __future__ import annotations
 
@@ -28,6 +28,12 @@ from dsh_session_jsonl import (
 )
 
 pytestmark = pytest.mark.anyio
+
+#: The store's crash repair results (``dsh_session._session``).
+UNKNOWN_OUTCOME = (
+    "Error: the session was interrupted while this tool call ran; its outcome is unknown"
+)
+NOT_STARTED = "Error: the session was interrupted before this tool call started"
 
 Runtime = tuple[Context, Sessions, JsonlSessions]
 
@@ -399,11 +405,12 @@ async def test_an_invalid_record_after_the_last_turn_end_truncates_and_repairs(
         assert kinds == ["tool/result", "step/end", "turn/end"]
         result = resumed.events[23].data
         assert result["code"] == "TOOL_NOT_STARTED"
-        assert result["content"] == "Error: tool call not started (the session was interrupted)"
+        assert result["content"] == NOT_STARTED
     assert f'{path}:25: "tool/call" record: data.call_id is missing or malformed' in caplog.text
     assert "dropped it and the 3 line(s) after it" in caplog.text
-    assert "turn 2 was left open by a crash" in caplog.text
-    assert [line.get("seq") for line in file_lines(path)] == [None, *range(26)]
+    lines = file_lines(path)
+    assert [line.get("seq") for line in lines] == [None, *range(26)]
+    assert lines[24:] == [e.to_json() for e in resumed.events[23:]]
 
 
 async def test_a_seq_gap_refuses_the_load(tmp_path: Path) -> None:
@@ -415,9 +422,7 @@ async def test_a_seq_gap_refuses_the_load(tmp_path: Path) -> None:
             await sessions.resume("gap")
 
 
-async def test_an_open_turn_with_a_pending_tool_call_is_closed_durably(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_an_open_turn_with_a_pending_tool_call_is_closed_durably(tmp_path: Path) -> None:
     def crashed(session: Session) -> None:
         turn(session, 1)
         turn(session, 2, close=False)
@@ -425,10 +430,15 @@ async def test_an_open_turn_with_a_pending_tool_call_is_closed_durably(
 
     events = events_of(crashed)
     path = write_log(tmp_path, "open", events)
-    async with running(tmp_path) as (_, sessions, _):
-        with caplog.at_level(logging.WARNING, "dsh.session-jsonl"):
-            resumed = await sessions.resume("open")
+    before = path.read_bytes()
+    async with running(tmp_path) as (ctx, sessions, _):
+        _, loaded = await ctx.serial("session/open", "open")
+        assert [e.to_json() for e in loaded] == events  # loading alone writes nothing
+        assert path.read_bytes() == before
+        # The store closes the turn; its records reach the file before resume returns.
+        resumed = await sessions.resume("open")
         closers = [e.to_json() for e in resumed.events[len(events) :]]
+        assert file_lines(path)[1:] == [*events, *closers]
         assert [c["seq"] for c in closers] == [24, 25, 26]
         assert [(c["type"], c["data"]) for c in closers] == [
             (
@@ -438,7 +448,7 @@ async def test_an_open_turn_with_a_pending_tool_call_is_closed_durably(
                     "step": 1,
                     "call_id": "call-2",
                     "name": "echo",
-                    "content": "Error: tool outcome unknown (the session was interrupted)",
+                    "content": UNKNOWN_OUTCOME,
                     "is_error": True,
                     "code": "TOOL_OUTCOME_UNKNOWN",
                 },
@@ -449,27 +459,40 @@ async def test_an_open_turn_with_a_pending_tool_call_is_closed_durably(
         history = resumed.derive_messages()
         assert history[-1].role == "tool"
         assert history[-2].tool_calls[0].id == "call-2"
-        resumed.append("turn/start", {"turn": 3})  # the log goes on after the repair
-        resumed.append("user/message", {"turn": 3, "message": Message.user("x").to_json()})
-    assert "turn 2 was left open by a crash; closed it as interrupted (3 record(s) added)" in (
-        caplog.text
-    )
-    on_disk = file_lines(path)
-    assert [line.get("seq") for line in on_disk] == [None, *range(29)]
+    # Closed on disk exactly once: a fresh runtime finds nothing to close.
+    closed = path.read_bytes()
+    ends = [line for line in file_lines(path) if line.get("type") == "turn/end"]
+    assert [end["data"]["turn"] for end in ends] == [1, 2]
     async with running(tmp_path) as (_, sessions, _):
-        again = await sessions.resume("open")  # turn 3 is repaired now, turn 2 untouched
-        assert same(again.events[:29], resumed.events)
-        assert [e.type for e in again.events[29:]] == ["turn/end"]
+        again = await sessions.resume("open")
+        assert same(again.events, resumed.events)
+        assert path.read_bytes() == closed  # resuming again added nothing
+        again.append("turn/start", {"turn": 3})  # the log goes on after the repair
+        again.append("user/message", {"turn": 3, "message": Message.user("x").to_json()})
+    assert path.read_bytes().startswith(closed)
+    async with running(tmp_path) as (_, sessions, _):
+        third = await sessions.resume("open")  # turn 3 is closed now, turn 2 untouched
+        assert same(third.events[:27], resumed.events)
+        assert [e.type for e in third.events[27:]] == ["turn/start", "user/message", "turn/end"]
+    assert [line.get("seq") for line in file_lines(path)] == [None, *range(30)]
 
 
 async def test_a_closed_log_and_a_log_without_turns_load_unchanged(tmp_path: Path) -> None:
+    def closed_then_a_message(session: Session) -> None:
+        turn(session, 1)
+        # A record after the turn end opens nothing.
+        session.append("user/message", {"turn": 1, "message": Message.user("x").to_json()})
+
     closed = write_log(tmp_path, "closed", events_of(lambda s: turn(s, 1)))
     empty = write_log(tmp_path, "empty", [])
-    before = closed.read_bytes(), empty.read_bytes()
+    after = write_log(tmp_path, "after", events_of(closed_then_a_message))
+    paths = [closed, empty, after]
+    before = [path.read_bytes() for path in paths]
     async with running(tmp_path) as (_, sessions, _):
         assert len((await sessions.resume("closed")).events) == 15
         assert (await sessions.resume("empty")).events == []
-    assert (closed.read_bytes(), empty.read_bytes()) == before
+        assert len((await sessions.resume("after")).events) == 16
+    assert [path.read_bytes() for path in paths] == before
 
 
 @pytest.mark.parametrize("change", ["append", "delete"])
@@ -537,6 +560,44 @@ async def test_unreadable_session_files(tmp_path: Path, monkeypatch: pytest.Monk
         assert info.value.code == "SESSION_READ"
         assert isinstance(info.value, OSError)
         assert len((await sessions.resume("eio")).events) == 15  # the lock was released
+
+
+# -- listing through the store -----------------------------------------------------------
+
+
+async def test_the_store_lists_stored_sessions_most_recent_first(tmp_path: Path) -> None:
+    def at(when: float, build: Callable[[Session], None]) -> list[dict[str, Any]]:
+        return [dict(record, time=when) for record in events_of(build)]
+
+    write_log(tmp_path, "old", at(100.0, lambda s: turn(s, 1)), created=50.0)
+    write_log(tmp_path, "crashed", at(200.0, one_and_a_half_turns), created=60.0)
+    write_log(tmp_path, "fresh", [], created=150.0)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / FILE_NAME).write_text('{"type": "nope"}\n')
+    async with running(tmp_path) as (_, sessions, plugin):
+        live = sessions.create(id="live", cwd="/w", meta={"agent": "main"})
+        turn(live, 1)
+        stored = sessions.stored()
+        assert [s.id for s in stored] == ["live", "crashed", "fresh", "old", "broken"]
+        assert stored == plugin.list_sessions()
+        now, crashed, fresh, old, broken = stored
+        assert (now.cwd, dict(now.meta), now.turns, now.open) == ("/w", {"agent": "main"}, 1, False)
+        assert now.last_activity == live.events[-1].time
+        assert (crashed.created_at, crashed.turns, crashed.open) == (60.0, 2, True)
+        assert crashed.last_activity == 200.0
+        assert (fresh.turns, fresh.last_activity, fresh.open) == (0, 150.0, False)
+        assert (old.turns, old.last_activity, old.open, old.error) == (1, 100.0, False, None)
+        assert broken.error is not None
+        assert "line 1 is not a session header" in broken.error
+        assert (broken.created_at, broken.last_activity, broken.turns) == (None, None, 0)
+        # Listing reads without locking or writing: the crashed session resumes after it.
+        assert (await sessions.resume("crashed")).turn_end(2) == {"kind": "interrupted"}
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        fiber = await ctx.plugin(JsonlSessions, {"root": str(tmp_path)})
+        assert len(ctx.sessions.stored()) == 5
+        await fiber.dispose()
+        assert ctx.sessions.stored() == []  # the listener left with the plugin
 
 
 # -- ids ---------------------------------------------------------------------------------
