@@ -178,6 +178,9 @@ async def test_the_factory_seat() -> None:
                 calls.append((owner, options))
                 return FakeAgent(options["id"], owner)
 
+            async def resume_agent(self, owner: Context, session: Any, agent_id: Any) -> Agent:
+                raise NotImplementedError
+
         factory = Factory()
         seat = agents.set_factory(factory)
         assert isinstance(seat, Disposer)
@@ -210,6 +213,9 @@ async def test_create_is_owned_by_the_caller() -> None:
             def create_agent(self, owner: Context, **options: Any) -> Agent:
                 owners.append(owner)
                 return FakeAgent("x", owner)
+
+            async def resume_agent(self, owner: Context, session: Any, agent_id: Any) -> Agent:
+                raise NotImplementedError
 
         root.agents.set_factory(Factory())
 
