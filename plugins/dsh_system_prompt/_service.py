@@ -167,11 +167,7 @@ class SystemPrompt(Service):
                 f'prompt section "{name}" text must be a string or a callable, '
                 f"got {type(text).__name__}"
             )
-        ctx = self.ctx
-        layer = self._peek(ctx.scope)
-        if layer is not None and name in layer.sections:
-            raise self._duplicate("section", name, ctx.scope, "for a per-agent override")
-        return self._register(ctx, "sections", name, section, f"prompt section {name}")
+        return self._register_named("section", "sections", name, section, "a per-agent override")
 
     def tools(self, provider: ToolProvider) -> Disposer:
         """Contribute a tool-schema provider to the caller's layer."""
@@ -195,11 +191,17 @@ class SystemPrompt(Service):
                 f'the provider of prompt variable "{name}" must be callable, '
                 f"got {type(provider).__name__}"
             )
+        return self._register_named("variable", "variables", name, provider, "a per-agent value")
+
+    def _register_named(
+        self, kind: str, store: str, name: str, value: object, purpose: str
+    ) -> Disposer:
+        """Register ``value`` as ``name`` in the caller's layer, refusing a duplicate."""
         ctx = self.ctx
         layer = self._peek(ctx.scope)
-        if layer is not None and name in layer.variables:
-            raise self._duplicate("variable", name, ctx.scope, "for a per-agent value")
-        return self._register(ctx, "variables", name, provider, f"prompt variable {name}")
+        if layer is not None and name in getattr(layer, store):
+            raise self._duplicate(kind, name, ctx.scope, f"for {purpose}")
+        return self._register(ctx, store, name, value, f"prompt {kind} {name}")
 
     # -- assembly -----------------------------------------------------------------------
 
