@@ -141,7 +141,7 @@ class Context:
             rt.events.add_hookspecs(spec.hookspecs)
         fiber = Fiber(rt, parent, spec, config, scope=self.scope, entry=entry)
         fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")
-        rt.depend(fiber, spec.inject)
+        rt.depend(fiber, spec.inject, spec.provides)
         if fiber._epoch() is not None:
             fiber.state = FiberState.LOADING
             fiber.refresh()

@@ -94,6 +94,15 @@ class Fiber:
 
     async def _await(self) -> Fiber:
         await self.settled()
+        # PENDING because a provider is still loading (a Service subclass started just
+        # before this fiber): wait for it, then for the load it triggers.
+        while self.state is FiberState.PENDING and self.spec is not None:
+            coming = self.runtime.coming(self.spec.inject)
+            if not coming:
+                break
+            for provider in coming:
+                await provider.settled()
+            await self.settled()
         if self.state is FiberState.FAILED and self.error is not None:
             raise self.error
         return self
@@ -321,7 +330,7 @@ class Fiber:
 
     def _forget(self) -> None:
         assert self.spec is not None  # only plugin fibers are disposed this way
-        self.runtime.forget(self, self.spec.inject)
+        self.runtime.forget(self, self.spec.inject, self.spec.provides)
 
     # -- the public controls ------------------------------------------------------------
 

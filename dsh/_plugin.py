@@ -103,6 +103,8 @@ class PluginSpec:
     inject: tuple[str, ...]
     hookspecs: type | ModuleType | None
     run: Callable[[Fiber, Context, Any], EffectBody]
+    #: The service key a ``dsh.Service`` subclass will provide, known before it loads.
+    provides: str | None = None
 
 
 def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
@@ -153,6 +155,7 @@ def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
         inject=tuple(inject),
         hookspecs=getattr(obj, "hookspecs", None),
         run=run,
+        provides=obj.key if inspect.isclass(obj) and issubclass(obj, Service) else None,
     )
 
 

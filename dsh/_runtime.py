@@ -36,6 +36,7 @@ class Runtime:
         self._uid = 0
         self._slots: dict[str, _Provision] = {}
         self._dependents: dict[str, set[Fiber]] = {}
+        self._announced: dict[str, set[Fiber]] = {}
         self._busy = 0
         self._idle: anyio.Event | None = None
 
@@ -110,13 +111,28 @@ class Runtime:
         moving = self.notify(key)
         return wait_settled(moving) if moving else None
 
-    def depend(self, fiber: Fiber, keys: tuple[str, ...]) -> None:
+    def depend(self, fiber: Fiber, keys: tuple[str, ...], provides: str | None) -> None:
+        """Record what ``fiber`` injects, and the service it will provide if known."""
         for key in keys:
             self._dependents.setdefault(key, set()).add(fiber)
+        if provides is not None:
+            self._announced.setdefault(provides, set()).add(fiber)
 
-    def forget(self, fiber: Fiber, keys: tuple[str, ...]) -> None:
+    def forget(self, fiber: Fiber, keys: tuple[str, ...], provides: str | None) -> None:
         for key in keys:
             self._dependents[key].discard(fiber)
+        if provides is not None:
+            self._announced[provides].discard(fiber)
+
+    def coming(self, keys: tuple[str, ...]) -> list[Fiber]:
+        """Fibers in a transition that will provide one of ``keys`` once loaded."""
+        return [
+            fiber
+            for key in keys
+            if self.lookup(key) is None
+            for fiber in self._announced.get(key, ())
+            if fiber._driving
+        ]
 
     def notify(self, key: str) -> list[Fiber]:
         """Tell the fibers injecting ``key`` that its provider changed.

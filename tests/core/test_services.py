@@ -458,3 +458,37 @@ async def test_service_subclass_with_setup_and_its_own_ctx() -> None:
         assert log == [True]
         await fiber.dispose()
         assert log == [True, "stopped"]
+
+
+async def test_awaiting_a_dependent_waits_for_a_service_subclass_still_loading() -> None:
+    # The provider is started but not awaited: its service does not exist yet when the
+    # dependent is awaited, but the provider is a Service subclass that will provide it.
+    class Provider(dsh.Service):
+        key = "thing"
+
+    class Broken(dsh.Service):
+        key = "other"
+
+        def setup(self) -> None:
+            raise RuntimeError("no other today")
+
+    class Dependent(dsh.Plugin):
+        inject = ("thing",)
+
+    class Stuck(dsh.Plugin):
+        inject = ("other",)
+
+    async with dsh.Context() as root:
+        provider = root.plugin(Provider)
+        dependent = await root.plugin(Dependent)
+        assert dependent.state is FiberState.ACTIVE
+        assert provider.state is FiberState.ACTIVE
+        broken = root.plugin(Broken)
+        stuck = await root.plugin(Stuck)
+        assert stuck.state is FiberState.PENDING
+        assert broken.state is FiberState.FAILED
+        await broken.dispose()
+        await provider.dispose()
+        assert state(dependent) is FiberState.PENDING
+        again = await root.plugin(Dependent)
+        assert again.state is FiberState.PENDING
