@@ -263,16 +263,19 @@ class Tools(Service):
     # -- execution ----------------------------------------------------------------------
 
     async def execute(
-        self, name: str, arguments: str | Mapping[str, Any], call: ToolCall
+        self, name: str, arguments: str | Mapping[str, Any], call: ToolCall | None = None
     ) -> ToolResult:
         """Run the tool ``name`` visible to the caller's scope and return its result.
 
-        ``arguments`` is the model's JSON text (empty means ``{}``) or a dict. Never
+        ``arguments`` is the model's JSON text (empty means ``{}``) or a dict; ``call``
+        defaults to a call with an empty id and no agent. Never
         raises for an unknown or hidden tool, invalid arguments, the tool's own
         exception or a wrong return type: each becomes an error result with a code.
         Cancellation propagates; a call whose caller is already cancelled never starts.
         """
         await anyio.lowlevel.checkpoint_if_cancelled()
+        if call is None:
+            call = ToolCall(id="")
         entry = self._resolve(self.ctx.scope, name)
         if entry is None:
             return ToolResult(

@@ -93,6 +93,15 @@ async def test_tool_result_passes_through() -> None:
         assert result is answer
 
 
+async def test_the_call_is_optional() -> None:
+    async with running() as (_root, tools):
+        body = Recorder("ok")
+        tools.register(make("read", body))
+        assert await tools.execute("read", {"path": "a"}) == ToolResult(content="ok")
+        ((_args, seen),) = body.calls
+        assert seen == ToolCall(id="")
+
+
 @pytest.mark.parametrize("arguments", ["", "   ", "{}", {}])
 async def test_empty_arguments(arguments: str | dict[str, Any]) -> None:
     async with running() as (_root, tools):
