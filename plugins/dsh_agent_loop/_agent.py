@@ -56,7 +56,11 @@ def _as_message(message: object) -> Message:
 
 def _returning(value: Any) -> Callable[[], Any]:
     """The innermost step of a waterfall: hand back the seeded value."""
-    return lambda: value
+
+    def inner() -> Any:
+        return value
+
+    return inner
 
 
 def _error_reason(error: BaseException) -> dict[str, Any]:
