@@ -2,10 +2,13 @@
 
 The scan is linear: ``str.find`` locates each ``{{`` and one precompiled pattern is
 matched right there, so no Python loop ever walks the text character by character.
+Each distinct text is scanned once (an LRU cache of its literals and references);
+rendering then only looks the references up.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ._errors import PromptRenderError
@@ -37,31 +40,88 @@ def render_prompt(assembly: PromptAssembly) -> str:
     return "\n\n".join(text for text in rendered if text)
 
 
-def _interpolate(section: str, text: str, variables: dict[str, str | None]) -> str:
-    """Substitute the references in one section's text (see :func:`render_prompt`)."""
+class _Ref:
+    """A well-formed ``{{name}}`` reference in a compiled text."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _Malformed:
+    """Where the scan of a text stops with a malformed reference; the message is
+    ``before + <section name> + after``, raised once every reference before it
+    resolved."""
+
+    __slots__ = ("after", "before")
+
+    def __init__(self, before: str, after: str) -> None:
+        self.before = before
+        self.after = after
+
+
+_Piece = str | _Ref | _Malformed
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(text: str) -> tuple[_Piece, ...]:
+    """Split ``text`` into literals and references, once per distinct text.
+
+    The scan is the strict one of :func:`render_prompt`; only the lookups, which
+    depend on the assembly's variables, are left for :func:`_interpolate`.
+    """
     start = text.find("{{")
     if start < 0:
-        return text
-    pieces: list[str] = []
+        return (text,)
+    pieces: list[_Piece] = []
     last = 0
     while start >= 0:
         group = _GROUP.match(text, start)
         if group is None:
             if text.find("}}", start + 2) >= 0:
+                pieces.append(text[last:start])
                 excerpt = _utf16_excerpt(text, start)
-                raise PromptRenderError(
-                    f'malformed prompt variable reference at "{excerpt}…" in section '
-                    f'"{section}" (references are complete simple {{{{name}}}} groups)'
+                pieces.append(
+                    _Malformed(
+                        f'malformed prompt variable reference at "{excerpt}…" in section "',
+                        '" (references are complete simple {{name}} groups)',
+                    )
                 )
+                return tuple(pieces)
             # No "}}" anywhere past this "{{", so no later "{{" can start a complete
             # group either: everything from `last` on is literal prose.
             break
         name = group.group(1)
+        pieces.append(text[last:start])
         if VARIABLE_NAME.fullmatch(name) is None:
-            raise PromptRenderError(
-                f'malformed prompt variable reference "{{{{{name}}}}}" in section '
-                f'"{section}" (variable names match {_NAME_RULE})'
+            pieces.append(
+                _Malformed(
+                    f'malformed prompt variable reference "{{{{{name}}}}}" in section "',
+                    f'" (variable names match {_NAME_RULE})',
+                )
             )
+            return tuple(pieces)
+        pieces.append(_Ref(name))
+        last = group.end()
+        start = text.find("{{", last)
+    pieces.append(text[last:])
+    return tuple(pieces)
+
+
+def _interpolate(section: str, text: str, variables: dict[str, str | None]) -> str:
+    """Substitute the references in one section's text (see :func:`render_prompt`)."""
+    pieces = _compile(text)
+    if len(pieces) == 1:
+        return text
+    out: list[str] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            out.append(piece)
+            continue
+        if isinstance(piece, _Malformed):
+            raise PromptRenderError(piece.before + section + piece.after)
+        name = piece.name
         # A plain key test: only names actually present in the dict resolve, so
         # attribute-like names ("__class__", "constructor") are unknown by default.
         if name not in variables:
@@ -76,12 +136,8 @@ def _interpolate(section: str, text: str, variables: dict[str, str | None]) -> s
                 f'prompt variable "{{{{{name}}}}}" has no value for this assembly '
                 f'(section "{section}")'
             )
-        pieces.append(text[last:start])
-        pieces.append(value)
-        last = group.end()
-        start = text.find("{{", last)
-    pieces.append(text[last:])
-    return "".join(pieces)
+        out.append(value)
+    return "".join(out)
 
 
 def _utf16_excerpt(text: str, start: int) -> str:

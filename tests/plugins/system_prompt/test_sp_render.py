@@ -168,6 +168,19 @@ def test_triple_braces_are_malformed() -> None:
     assert render_error(asm) == malformed_at("{{{model}}}")
 
 
+def test_one_text_in_two_sections_names_each_section() -> None:
+    # Texts are scanned once and cached; the section named in an error is the one
+    # being rendered, even when the excerpt itself reads like a placeholder.
+    text = "{{{section}}}"
+    first = assembly(("persona", text))
+    second = assembly(("rules", text))
+    assert render_error(first) == malformed_at("{{{section}}}", "persona")
+    assert render_error(second) == malformed_at("{{{section}}}", "rules")
+    bad_name = "{{ x }}"
+    assert render_error(assembly(("a", bad_name))).endswith('in section "a" ' + NAME_RULE)
+    assert render_error(assembly(("b", bad_name))).endswith('in section "b" ' + NAME_RULE)
+
+
 def test_nested_brace_before_a_valid_reference_is_malformed() -> None:
     # Scenario 21, second example: the excerpt is 16 characters from the opener.
     asm = assembly("x {{a{b}} y {{model}}", variables={"model": "m"})
