@@ -139,7 +139,11 @@ class AgentLoop(Plugin):
             session=session,
             max_tokens=spec.max_tokens if spec is not None else None,
         )
-        session.close_open_turn()
+        try:
+            session.close_open_turn()
+        except BaseException:
+            await agent.dispose()  # nothing half-resumed stays registered
+            raise
         return agent
 
     def create_agent(

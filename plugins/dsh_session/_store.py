@@ -153,8 +153,12 @@ class Sessions(Service):
         lives and close a turn the process died in (:meth:`Session.close_open_turn`;
         the closing events are published, so persistence records them)."""
         session = await self.load(session_id)
-        self.enter(session)
-        session.close_open_turn()
+        leave = self.enter(session)
+        try:
+            session.close_open_turn()
+        except BaseException:
+            leave()  # the session leaves the store again: a retry can load it afresh
+            raise
         return session
 
     def stored(self) -> list[StoredSession]:

@@ -153,6 +153,34 @@ async def test_resume_refuses_a_busy_agent_and_names_missing_agents() -> None:
         assert resumed.session.turn_end(1) == {"kind": "interrupted"}
 
 
+async def test_a_resume_whose_repair_fails_leaves_no_agent() -> None:
+    store = Store()
+    async with runtime(store) as (root, _):
+        agent = root.agents.get("main")
+        agent.send("hello")
+        await agent.when_idle()
+        sid = agent.session.id
+    store.events[sid] = [
+        *store.events[sid],
+        SessionEvent(len(store.events[sid]), "turn/start", 0.0, {"turn": 2}),
+    ]
+    async with runtime(store) as (root, _):
+        failing = [True]
+
+        def refuse(session: Session, event: SessionEvent) -> None:
+            if failing[0] and event.type == "turn/end":
+                raise OSError("disk full")
+
+        root.on("session/event", refuse)
+        with pytest.raises(OSError, match="disk full"):
+            await root.agents.resume(sid)
+        assert root.agents.get("main") is None
+        assert root.sessions.get(sid) is None
+        failing[0] = False
+        resumed = await root.agents.resume(sid)
+        assert resumed.session.turn_end(2) == {"kind": "interrupted"}
+
+
 async def test_resume_needs_a_factory() -> None:
     async with dsh.Context() as root:
         from dsh_agent import AgentRegistry

@@ -380,6 +380,29 @@ async def test_resume_closes_a_turn_left_open_and_publishes_the_closing_events()
         assert [(s.id, e.type) for s, e in heard.events] == [("stored", "turn/end")]
 
 
+async def test_a_resume_whose_repair_cannot_be_recorded_leaves_nothing_behind() -> None:
+    async with store() as (root, sessions, _heard):
+        header, events = stored_log()
+        events = [*events, SessionEvent(3, "turn/start", 2.0, {"turn": 2})]
+        failing = [True]
+
+        def open_session(session_id: str) -> Any:
+            return header, list(events)
+
+        def refuse(session: Session, event: SessionEvent) -> None:
+            if failing[0]:
+                raise OSError("disk full")
+
+        root.on("session/open", open_session)
+        root.on("session/event", refuse)
+        with pytest.raises(OSError, match="disk full"):
+            await sessions.resume("stored")
+        assert sessions.get("stored") is None
+        failing[0] = False
+        session = await sessions.resume("stored")
+        assert session.turn_end(2) == {"kind": "interrupted"}
+
+
 async def test_resume_refuses_a_header_for_another_session() -> None:
     async with store() as (root, sessions, _heard):
 
