@@ -6,6 +6,8 @@ import argparse
 import json
 import logging
 import sys
+import types
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -257,14 +259,32 @@ def _plugins() -> int:
             continue
         print(f"{name}  ({ep.value})")
         model = spec.config_model
-        if model is None:
+        if model is None or not model.model_fields:
             print("    (no config)")
             continue
         for key, field in model.model_fields.items():
-            default = "required" if field.is_required() else f"default {field.get_default()!r}"
-            annotation = getattr(field.annotation, "__name__", None) or str(field.annotation)
-            print(f"    {key}: {annotation} ({default})")
+            if field.is_required():
+                default = "required"
+            else:
+                default = f"default {field.get_default(call_default_factory=True)!r}"
+            print(f"    {key}: {_type_name(field.annotation)} ({default})")
     return 0
+
+
+def _type_name(annotation: Any) -> str:
+    """A config field's type as a user reads it: ``list[AgentSpec] | None``."""
+    if annotation is type(None):
+        return "None"
+    origin = typing.get_origin(annotation)
+    if origin is None:
+        return getattr(annotation, "__name__", None) or repr(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(arg) for arg in args)
+    name = getattr(origin, "__name__", None) or repr(origin)
+    return f"{name}[{', '.join(_type_name(arg) for arg in args)}]"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -463,3 +463,17 @@ def test_sessions_and_resume_need_their_plugins(
     broken = write(tmp_path, "- {name: nothing-like-this}\n")
     assert cli.main(["sessions", str(broken)]) == 1
     assert 'unknown plugin "nothing-like-this"' in capsys.readouterr().err
+
+
+def test_config_types_read_like_python() -> None:
+    from typing import Annotated, Literal
+
+    from pydantic import Field
+
+    assert cli._type_name(int) == "int"
+    assert cli._type_name(type(None)) == "None"
+    assert cli._type_name(list[str] | None) == "list[str] | None"
+    assert cli._type_name(Annotated[str, Field(min_length=1)]) == "str"
+    assert cli._type_name(dict[str, list[int]]) == "dict[str, list[int]]"
+    assert cli._type_name(Literal["a", "b"]) == "Literal['a', 'b']"
+    assert cli._type_name("Forward") == "'Forward'"
