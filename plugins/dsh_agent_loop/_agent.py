@@ -148,10 +148,9 @@ class LoopAgent:
     def _abort(self, reason: str) -> None:
         self._inbox.clear()
         self._steering.clear()
-        if self._status == "idle" and self._idle is not None:
+        if self._status == "idle":
             # A message was queued but not yet picked up: its waiters are idle now.
-            self._idle.set()
-            self._idle = None
+            self._wake_idle()
         scope = self._turn_scope
         if scope is not None and not scope.cancel_called:
             self._abort_reason = reason
@@ -179,10 +178,16 @@ class LoopAgent:
 
     # -- the driver ---------------------------------------------------------------------
 
-    def _set_status(self, status: str) -> None:
-        if status == "idle" and self._idle is not None:
-            self._idle.set()
+    def _wake_idle(self) -> None:
+        """Release the ``when_idle`` waiters; each checks its condition again."""
+        idle = self._idle
+        if idle is not None:
             self._idle = None
+            idle.set()
+
+    def _set_status(self, status: str) -> None:
+        if status == "idle":
+            self._wake_idle()
         if status != self._status:
             self._status = status
             self._emit("agent/status", self, status)
