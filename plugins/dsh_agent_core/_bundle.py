@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from dsh import Disposer, Plugin
 from dsh_agent import AgentRegistry
-from dsh_agent_loop import AgentLoop, AgentSpec, check_unique_ids
+from dsh_agent_loop import AgentLoop, AgentLoopConfig, AgentSpec
 from dsh_llm import Llm
 from dsh_session import Sessions
 from dsh_system_prompt import SystemPrompt
@@ -18,21 +16,13 @@ from dsh_tools import Tools
 __all__ = ["AgentCore", "AgentCoreConfig"]
 
 
-class AgentCoreConfig(BaseModel):
-    """Config of the ``agent-core`` bundle."""
-
-    model_config = ConfigDict(extra="forbid")
+class AgentCoreConfig(AgentLoopConfig):
+    """Config of the ``agent-core`` bundle: the loop's keys (``agents``,
+    ``max_parallel_tool_calls``) plus the default model and the system prompt's."""
 
     model: str | None = None
     persona: str = ""
     tool_order: list[str] | None = None
-    agents: list[AgentSpec] = []
-    max_parallel_tool_calls: int = Field(default=8, gt=0)
-
-    @field_validator("agents")
-    @classmethod
-    def unique_ids(cls, agents: list[AgentSpec]) -> list[AgentSpec]:
-        return check_unique_ids(agents)
 
 
 class AgentCore(Plugin):

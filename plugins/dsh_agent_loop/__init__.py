@@ -7,7 +7,7 @@ the agent factory of ``dsh_agent``. See the README.
 from __future__ import annotations
 
 from ._agent import LoopAgent
-from ._loop import AgentLoop, AgentLoopConfig, AgentSpec, check_unique_ids
+from ._loop import AgentLoop, AgentLoopConfig, AgentSpec
 from ._tool_calls import ABORTED, ABORTED_BEFORE_DISPATCH, run_tool_calls
 
 plugin = AgentLoop
@@ -19,7 +19,6 @@ __all__ = [
     "AgentLoopConfig",
     "AgentSpec",
     "LoopAgent",
-    "check_unique_ids",
     "plugin",
     "run_tool_calls",
 ]

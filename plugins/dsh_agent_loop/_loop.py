@@ -16,7 +16,7 @@ from dsh_system_prompt import AssembleContext, PromptSection
 
 from ._agent import LoopAgent
 
-__all__ = ["AgentLoop", "AgentLoopConfig", "AgentSpec", "check_unique_ids"]
+__all__ = ["AgentLoop", "AgentLoopConfig", "AgentSpec"]
 
 
 class AgentSpec(BaseModel):
@@ -31,15 +31,6 @@ class AgentSpec(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
 
 
-def check_unique_ids(agents: list[AgentSpec]) -> list[AgentSpec]:
-    """``agents`` when no id repeats; else a ``ValueError`` naming the repeated ids."""
-    ids = [spec.id for spec in agents]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
-    if repeated:
-        raise ValueError(f"agent ids must be unique; repeated: {', '.join(repeated)}")
-    return agents
-
-
 class AgentLoopConfig(BaseModel):
     """Config of the ``agent-loop`` plugin."""
 
@@ -51,7 +42,12 @@ class AgentLoopConfig(BaseModel):
     @field_validator("agents")
     @classmethod
     def unique_ids(cls, agents: list[AgentSpec]) -> list[AgentSpec]:
-        return check_unique_ids(agents)
+        """No agent id may repeat (the bundle's config inherits this check)."""
+        ids = [spec.id for spec in agents]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"agent ids must be unique; repeated: {', '.join(repeated)}")
+        return agents
 
 
 def _model_of(context: AssembleContext) -> str | None:
