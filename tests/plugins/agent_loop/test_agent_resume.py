@@ -63,6 +63,22 @@ async def runtime(store: Store, **core: Any) -> AsyncIterator[tuple[dsh.Context,
         yield root, model
 
 
+async def one_turn(store: Store, **core: Any) -> str:
+    """Run one turn of agent "main" in a runtime of its own; the id of its session."""
+    async with runtime(store, **core) as (root, _):
+        agent = root.agents.get("main")
+        agent.send("hello")
+        await agent.when_idle()
+        session_id: str = agent.session.id
+        return session_id
+
+
+def crash_in_turn_two(store: Store, session_id: str) -> None:
+    """Leave the stored log after turn 2's start, as a crash would."""
+    events = store.events[session_id]
+    events.append(SessionEvent(len(events), "turn/start", 0.0, {"turn": 2}))
+
+
 def kinds(session: Session) -> list[str]:
     return [e.type for e in session.events]
 
@@ -70,11 +86,7 @@ def kinds(session: Session) -> list[str]:
 async def test_a_declared_agent_continues_its_session_with_model_and_persona() -> None:
     store = Store()
     core = {"agents": [{"id": "main", "persona": "You are Main on {{model}}."}]}
-    async with runtime(store, **core) as (root, _):
-        agent = root.agents.get("main")
-        agent.send("hello")
-        await agent.when_idle()
-        sid = agent.session.id
+    sid = await one_turn(store, **core)
     async with runtime(store, **core) as (root, model):
         fresh = root.agents.get("main")
         resumed = await root.agents.resume(sid)
@@ -94,16 +106,8 @@ async def test_a_declared_agent_continues_its_session_with_model_and_persona() -
 
 async def test_a_turn_left_open_is_closed_as_interrupted_and_persisted() -> None:
     store = Store()
-    async with runtime(store) as (root, _):
-        agent = root.agents.get("main")
-        agent.send("hello")
-        await agent.when_idle()
-        sid = agent.session.id
-    # Cut the stored log after the second turn's start, as a crash would.
-    store.events[sid] = [
-        *store.events[sid],
-        SessionEvent(len(store.events[sid]), "turn/start", 0.0, {"turn": 2}),
-    ]
+    sid = await one_turn(store)
+    crash_in_turn_two(store, sid)
     async with runtime(store) as (root, _):
         resumed = await root.agents.resume(sid, "main")
         assert resumed.session.turn_end(2) == {"kind": "interrupted"}
@@ -155,15 +159,8 @@ async def test_resume_refuses_a_busy_agent_and_names_missing_agents() -> None:
 
 async def test_a_resume_whose_repair_fails_leaves_no_agent() -> None:
     store = Store()
-    async with runtime(store) as (root, _):
-        agent = root.agents.get("main")
-        agent.send("hello")
-        await agent.when_idle()
-        sid = agent.session.id
-    store.events[sid] = [
-        *store.events[sid],
-        SessionEvent(len(store.events[sid]), "turn/start", 0.0, {"turn": 2}),
-    ]
+    sid = await one_turn(store)
+    crash_in_turn_two(store, sid)
     async with runtime(store) as (root, _):
         failing = [True]
 
