@@ -6,6 +6,8 @@ Start a root with ``async with dsh.Context() as root:``, add plugins with
 
 from __future__ import annotations
 
+from ._check import CheckReport, CoreSpecs
+from ._commands import Command, CommandError, run_deployment_command
 from ._config import EntryInfo, validate_config
 from ._context import Context
 from ._deployment import load_deployment
@@ -29,8 +31,12 @@ from ._plugin import Plugin, Service
 
 __all__ = [
     "ALL_SCOPES",
+    "CheckReport",
+    "Command",
+    "CommandError",
     "ConfigError",
     "Context",
+    "CoreSpecs",
     "DeploymentError",
     "Disposer",
     "DshError",
@@ -52,5 +58,6 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "load_deployment",
+    "run_deployment_command",
     "validate_config",
 ]

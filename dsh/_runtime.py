@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
+from ._check import CoreSpecs
 from ._errors import InactiveContextError, ServiceConflictError
 from ._events import EventBus
 
@@ -32,6 +33,7 @@ class Runtime:
         self.tg: TaskGroup | None = None
         self.closed = False
         self.events = EventBus()
+        self.events.add_hookspecs(CoreSpecs)
         self.plugin_specs: dict[int, Any] = {}
         self._uid = 0
         self._slots: dict[str, _Provision] = {}

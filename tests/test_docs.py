@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import dsh
+from tests.support import ROOT
 
-ROOT = Path(__file__).parents[1]
 PLUGIN_DIRS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "__init__.py").exists())
 PACKAGES = ["dsh", *(p.name for p in PLUGIN_DIRS)]
 
@@ -70,3 +70,35 @@ def test_rfcs_have_the_required_sections(rfc: Path) -> None:
     positions = [text.find(marker) for marker in order]
     assert -1 not in positions, f"{rfc.name} lacks {order[positions.index(-1)]}"
     assert positions == sorted(positions), f"{rfc.name}: sections out of order"
+
+
+def test_the_architecture_page_places_every_plugin_package() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    missing = [p.name for p in PLUGIN_DIRS if f"`{p.name}`" not in text]
+    assert missing == [], f"docs/architecture.md does not place {missing}"
+    assert "docs/architecture.md" in (ROOT / "README.md").read_text()
+
+
+def _test_references() -> list[tuple[str, str, str]]:
+    found: list[tuple[str, str, str]] = []
+    for doc in [*sorted((ROOT / "docs").rglob("*.md")), *sorted(ROOT.glob("plugins/*/README.md"))]:
+        for path, name in re.findall(r"(tests/[\w/]+\.py)::(\w+)", doc.read_text()):
+            found.append((doc.name, path, name))
+    return found
+
+
+@pytest.mark.parametrize(("doc", "path", "name"), _test_references())
+def test_every_test_a_document_names_exists(doc: str, path: str, name: str) -> None:
+    source = ROOT / path
+    assert source.is_file(), f"{doc} names {path}, which does not exist"
+    assert re.search(rf"^(async )?def {name}\(", source.read_text(), re.MULTILINE), (
+        f"{doc} names {path}::{name}, which does not exist"
+    )
+
+
+def test_no_project_file_points_outside_the_project() -> None:
+    tracked = [p for p in ROOT.rglob("*.md") if ".venv" not in p.parts]
+    for doc in tracked:
+        text = doc.read_text()
+        assert "../shared" not in text, doc
+        assert "steering repository" not in text, doc

@@ -26,6 +26,7 @@ from ._types import (
     ToolSchema,
     VariableProvider,
 )
+from ._views import check_prompts
 
 __all__ = ["HARNESS_IDENTITY", "SystemPrompt", "SystemPromptConfig", "SystemPromptSpecs"]
 
@@ -90,6 +91,11 @@ class SystemPrompt(Service):
         super().__init__(ctx, config)
         self.section(PromptSection(name="harness:identity", order=-100, text=HARNESS_IDENTITY))
         self.section(PromptSection(name="deployment:persona", order=0, text=config.persona))
+
+    def setup(self) -> Disposer:
+        # `dsh check` asks every plugin what it can verify; this one renders the views.
+        home = self.home_ctx
+        return home.on("deployment/check", functools.partial(check_prompts, home))
 
     # -- registration -------------------------------------------------------------------
 

@@ -1,38 +1,23 @@
-"""The dsh command line, in-process through main(argv) and once as a real subprocess."""
+"""The dsh command line's core: the dispatcher, ``check`` and ``plugins``.
+
+In-process through ``main(argv)``, and once as a real subprocess.
+"""
 
 from __future__ import annotations
 
-import io
-import json
-import logging
-import shutil
+import os
+import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
 
-from dsh import cli
-
-HELLO = Path(__file__).parents[2] / "examples" / "hello" / "dsh.yml"
-
-
-@pytest.fixture(autouse=True)
-def restore_dsh_logger() -> Iterator[None]:
-    """main() configures the "dsh" logger for a terminal; undo it for other tests."""
-    logger = logging.getLogger("dsh")
-    saved = (logger.handlers[:], logger.propagate, logger.level)
-    yield
-    logger.handlers[:], logger.propagate, logger.level = saved[0], saved[1], saved[2]
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "dsh.yml"
-    path.write_text(textwrap.dedent(text))
-    return path
+from dsh import Command, _commands, cli
+from dsh.testing import write_deployment
+from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment
 
 
 def test_check_ok(capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,13 +28,13 @@ def test_check_ok(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_check_without_system_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "noop.py").write_text("def apply(ctx, config):\n    return None\n")
-    path = write(tmp_path, "- {id: noop, name: ./noop.py}\n")
+    path = write_deployment(tmp_path, "- {id: noop, name: ./noop.py}\n")
     assert cli.main(["check", str(path)]) == 0
     assert capsys.readouterr().out == f"{path}: ok (1 plugin entries active)\n"
 
 
 def test_check_reports_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(
+    path = write_deployment(
         tmp_path,
         """\
         - id: sp
@@ -67,69 +52,15 @@ def test_check_reports_every_problem(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_check_renders_the_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, "- {id: sp, name: system-prompt, config: {persona: 'On {{modle}}.'}}\n")
+    path = write_deployment(
+        tmp_path, "- {id: sp, name: system-prompt, config: {persona: 'On {{modle}}.'}}\n"
+    )
     assert cli.main(["check", str(path)]) == 1
     err = capsys.readouterr().err
     assert err == (
         f"{path}: the system prompt does not render: unknown prompt variable "
         '"{{modle}}" in section "deployment:persona"; registered variables: (none)\n'
     )
-
-
-def test_prompt_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["prompt", str(HELLO)]) == 0
-    out = capsys.readouterr().out
-    assert out == (
-        "You are an AI agent powered by dsh.\n\n"
-        "You are hello-agent, a friendly assistant.\n"
-        "\n--- tools (0) ---\n"
-    )
-    assert cli.main(["prompt", "--json", str(HELLO)]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert doc == {
-        "system": (
-            "You are an AI agent powered by dsh.\n\nYou are hello-agent, a friendly assistant."
-        ),
-        "tools": [],
-    }
-
-
-def test_prompt_lists_tools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "tool.py").write_text(
-        textwrap.dedent(
-            """
-            from dsh_system_prompt import ToolProviderResult, ToolSchema
-
-            inject = ["system_prompt"]
-
-
-            def apply(ctx, config):
-                schema = ToolSchema(
-                    name="echo", description="Echo text.", parameters={"type": "object"}
-                )
-                ctx.system_prompt.tools(lambda context: ToolProviderResult(schemas=[schema]))
-            """
-        )
-    )
-    path = write(tmp_path, "- {id: sp, name: system-prompt}\n- {id: tool, name: ./tool.py}\n")
-    assert cli.main(["prompt", str(path)]) == 0
-    out = capsys.readouterr().out
-    tools = out.split("--- tools (1) ---\n", 1)[1]
-    assert json.loads(tools) == {
-        "name": "echo",
-        "description": "Echo text.",
-        "parameters": {"type": "object"},
-    }
-
-
-def test_prompt_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "noop.py").write_text("def apply(ctx, config):\n    return None\n")
-    path = write(tmp_path, "- {id: noop, name: ./noop.py}\n")
-    assert cli.main(["prompt", str(path)]) == 1
-    assert capsys.readouterr().err == f"{path}: no system-prompt plugin is loaded\n"
-    broken = write(tmp_path, "- {name: nothing-like-this}\n")
-    assert cli.main(["prompt", str(broken)]) == 1
-    assert 'unknown plugin "nothing-like-this"' in capsys.readouterr().err
 
 
 def test_plugins_lists_installed(capsys: pytest.CaptureFixture[str]) -> None:
@@ -187,7 +118,7 @@ def test_verbose_logging_shows_tracebacks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "boom.py").write_text("def apply(ctx, config):\n    raise RuntimeError('boom')\n")
-    path = write(tmp_path, "- {id: boom, name: ./boom.py}\n")
+    path = write_deployment(tmp_path, "- {id: boom, name: ./boom.py}\n")
     assert cli.main(["check", str(path)]) == 1
     brief = capsys.readouterr().err
     assert "ERROR dsh.boom: plugin 'boom' failed to start\n  RuntimeError: boom" in brief
@@ -205,116 +136,6 @@ def test_console_script_runs_in_a_subprocess() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{HELLO}: ok")
-
-
-# -- agents: run, prompt and check --------------------------------------------------------
-
-ECHO = Path(__file__).parents[2] / "examples" / "echo-agent" / "dsh.yml"
-
-
-def echo_deployment(tmp_path: Path, core: str, extra: str = "") -> Path:
-    """The echo example's model and tool with another agent-core config."""
-    for name in ("mock_model.py", "echo_tool.py"):
-        shutil.copy(ECHO.parent / name, tmp_path / name)
-    return write(
-        tmp_path,
-        f"""\
-        - {{id: model, name: ./mock_model.py}}
-        - {{id: agent-core, name: agent-core, config: {core}}}
-        - {{id: echo, name: ./echo_tool.py}}
-        {extra}""",
-    )
-
-
-TWO_AGENTS = "{model: echo-mock, persona: 'On {{model}}.', agents: [{id: a}, {id: b}]}"
-
-
-def test_run_one_shot(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["run", str(ECHO), "-p", "echo hello"]) == 0
-    captured = capsys.readouterr()
-    assert captured.out == "The echo tool returned: hello\n"
-    assert captured.err == '[tool] echo {"text": "hello"}\n[tool] echo -> hello\n'
-
-
-def test_run_repl_reads_stdin(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("echo hi\n/exit\n"))
-    assert cli.main(["run", str(ECHO)]) == 0
-    assert capsys.readouterr().out == "The echo tool returned: hi\n"
-    monkeypatch.setattr("sys.stdin", io.StringIO("hello"))
-    assert cli.main(["run", str(ECHO), "--agent", "main"]) == 0
-    assert capsys.readouterr().out == "You said: hello. Try `echo <words>`.\n"
-
-
-def test_run_with_unreadable_stdin_ends_at_once(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    class Unreadable:
-        def isatty(self) -> bool:
-            return False
-
-        def readline(self) -> str:
-            raise OSError("reading from stdin while output is captured")
-
-    monkeypatch.setattr("sys.stdin", Unreadable())
-    assert cli.main(["run", str(ECHO)]) == 0
-    assert capsys.readouterr() == ("", "")
-    monkeypatch.setattr("sys.stdin", None)  # `dsh run FILE <&-`
-    assert cli.main(["run", str(ECHO)]) == 0
-    assert capsys.readouterr() == ("", "")
-
-
-def test_run_picks_the_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = echo_deployment(tmp_path, TWO_AGENTS)
-    assert cli.main(["run", str(path), "-p", "hi"]) == 1
-    assert capsys.readouterr().err == (
-        'several agents are running ("a", "b"): name one '
-        '(dsh run --agent ID, or the stdio-agent config key "agent")\n'
-    )
-    assert cli.main(["run", str(path), "--agent", "b", "-p", "hi"]) == 0
-    assert capsys.readouterr().out == "You said: hi. Try `echo <words>`.\n"
-    assert cli.main(["run", str(path), "--agent", "c", "-p", "hi"]) == 1
-    assert capsys.readouterr().err == 'unknown agent "c"; known agents: "a", "b"\n'
-
-
-def test_run_uses_the_deployment_front_end(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    extra = "- {id: chat, name: stdio-agent, config: {agent: b}}\n"
-    path = echo_deployment(tmp_path, TWO_AGENTS, extra)
-    assert cli.main(["run", str(path), "-p", "echo from b"]) == 0
-    assert capsys.readouterr().out == "The echo tool returned: from b\n"
-
-
-def test_run_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["run", str(HELLO), "-p", "hi"]) == 1
-    assert capsys.readouterr().err == (
-        f"{HELLO}: there is no agent to talk to (the deployment does not load "
-        "agent-core, or the agents/sessions/system-prompt services)\n"
-    )
-    broken = write(tmp_path, "- {name: nothing-like-this}\n")
-    assert cli.main(["run", str(broken), "-p", "hi"]) == 1
-    assert 'unknown plugin "nothing-like-this"' in capsys.readouterr().err
-
-
-def test_run_reports_a_failed_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = echo_deployment(tmp_path, "{model: unknown-model}")
-    assert cli.main(["run", str(path), "-p", "hi"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("[error] ")
-    assert "unknown-model" in err
-
-
-def test_ctrl_c_while_loading(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    async def interrupted(*args: object, **kwargs: object) -> None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(cli, "load_deployment", interrupted)
-    assert cli.main(["run", str(ECHO)]) == 130
-    assert capsys.readouterr().err == "interrupted\n"
 
 
 def test_check_renders_each_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -349,122 +170,6 @@ def test_check_names_the_agent_section_and_variable(
         )
 
 
-def test_prompt_shows_the_agent_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["prompt", str(ECHO)]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith(
-        "You are an AI agent powered by dsh.\n\n"
-        "You are echo-agent, running on echo-mock. Answer briefly.\n\n"
-        "Use the echo tool when asked to echo.\n\n--- tools (1) ---\n"
-    )
-    assert cli.main(["prompt", "--json", "--agent", "main", str(ECHO)]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["agent"] == "main"
-    assert [tool["name"] for tool in doc["tools"]] == ["echo"]
-    assert "running on echo-mock" in doc["system"]
-    assert cli.main(["prompt", "--agent", "nobody", str(ECHO)]) == 1
-    assert capsys.readouterr().err == 'unknown agent "nobody"; known agents: "main"\n'
-    assert cli.main(["prompt", "--agent", "nobody", str(HELLO)]) == 1
-    assert capsys.readouterr().err == 'unknown agent "nobody"; known agents: (none)\n'
-
-
-def test_prompt_global_view_with_several_agents(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = echo_deployment(tmp_path, TWO_AGENTS)
-    assert cli.main(["prompt", str(path)]) == 1
-    assert capsys.readouterr().err == (
-        'prompt variable "{{model}}" has no value for this assembly '
-        '(section "deployment:persona")\n'
-        '(that is the global view; choose an agent with --agent: "a", "b")\n'
-    )
-    assert cli.main(["prompt", str(path), "--agent", "a"]) == 0
-    assert "On echo-mock." in capsys.readouterr().out
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    path = echo_deployment(plain, "{model: echo-mock, persona: Plain., agents: [{id: a}, {id: b}]}")
-    assert cli.main(["prompt", "--json", str(path)]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert "agent" not in doc
-    assert "Plain." in doc["system"]
-
-
-def test_prompt_render_failure_without_agents(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = write(tmp_path, "- {id: sp, name: system-prompt, config: {persona: 'On {{modle}}.'}}\n")
-    assert cli.main(["prompt", str(path)]) == 1
-    assert capsys.readouterr().err == (
-        'unknown prompt variable "{{modle}}" in section "deployment:persona"; '
-        "registered variables: (none)\n"
-    )
-
-
-# -- stored sessions: dsh sessions and dsh run --resume ------------------------------------
-
-
-def test_sessions_and_resume(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
-    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
-    assert cli.main(["sessions", str(path)]) == 0
-    assert capsys.readouterr().out == "no stored sessions\n"
-    assert cli.main(["run", str(path), "-p", "echo one"]) == 0
-    capsys.readouterr()
-    assert cli.main(["sessions", str(path)]) == 0
-    line = capsys.readouterr().out
-    session_id = line.split()[0]
-    assert "  1 turn  agent main  model echo-mock" in line
-    assert "interrupted" not in line
-    assert cli.main(["run", str(path), "--resume", session_id, "-p", "echo two"]) == 0
-    captured = capsys.readouterr()
-    assert captured.out == "The echo tool returned: two\n"
-    assert f'resumed session {session_id} (1 turn) as agent "main"' in captured.err
-    assert cli.main(["sessions", str(path)]) == 0
-    assert "  2 turns  agent main" in capsys.readouterr().out
-    # A session whose file cannot be read is listed as such; an unknown id fails.
-    broken = tmp_path / "stored" / "broken"
-    broken.mkdir()
-    (broken / "session.jsonl").write_text("not json\n")
-    assert cli.main(["sessions", str(path)]) == 0
-    assert "broken  unreadable: " in capsys.readouterr().out
-    assert cli.main(["run", str(path), "--resume", "nope", "-p", "hi"]) == 1
-    assert 'no stored session "nope"' in capsys.readouterr().err
-
-
-def test_sessions_describe_open_turns_and_cwd() -> None:
-    from types import SimpleNamespace
-
-    item = SimpleNamespace(
-        id="s1",
-        error=None,
-        last_activity=None,
-        meta={},
-        turns=1,
-        cwd="/srv/app",
-        open=True,
-    )
-    assert cli._describe_session(item) == (
-        "s1  -  1 turn  agent -  model -  cwd /srv/app  last turn interrupted (closed on resume)"
-    )
-
-
-def test_sessions_and_resume_need_their_plugins(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert cli.main(["sessions", str(HELLO)]) == 1
-    assert capsys.readouterr().err == (
-        f"{HELLO}: no session persistence is configured (add session-jsonl)\n"
-    )
-    assert cli.main(["run", str(HELLO), "--resume", "s1"]) == 1
-    assert capsys.readouterr().err == f"{HELLO}: --resume needs agents (load agent-core)\n"
-    broken = write(tmp_path, "- {name: nothing-like-this}\n")
-    assert cli.main(["sessions", str(broken)]) == 1
-    assert 'unknown plugin "nothing-like-this"' in capsys.readouterr().err
-
-
 def test_config_types_read_like_python() -> None:
     from typing import Annotated, Literal
 
@@ -477,3 +182,122 @@ def test_config_types_read_like_python() -> None:
     assert cli._type_name(dict[str, list[int]]) == "dict[str, list[int]]"
     assert cli._type_name(Literal["a", "b"]) == "Literal['a', 'b']"
     assert cli._type_name("Forward") == "'Forward'"
+
+
+# -- commands from entry points -----------------------------------------------------------
+
+GREET = """\
+from dsh import Command
+
+
+def configure(parser):
+    parser.add_argument("who")
+
+
+def run(args):
+    print(f"hello, {args.who}")
+    return 7
+
+
+command = Command(help="greet someone (a third-party command)", configure=configure, run=run)
+not_a_command = 42
+"""
+
+
+def install_throwaway_package(site: Path, entry_points: str) -> Path:
+    """A package ``dsh_greet`` with a ``.dist-info`` declaring ``entry_points``, as
+    ``pip install`` would leave it in ``site``."""
+    (site / "dsh_greet").mkdir(parents=True)
+    (site / "dsh_greet" / "__init__.py").write_text(GREET)
+    info = site / "dsh_greet-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dsh-greet\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+    return site
+
+
+GREET_ENTRY_POINTS = """\
+    [dsh.commands]
+    greet = dsh_greet:command
+    broken = dsh_greet_missing:command
+    wrong = dsh_greet:not_a_command
+    check = dsh_greet:command
+    """
+
+
+def test_help_lists_every_installed_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for name, help_line in [
+        ("check", "load a deployment and report every problem"),
+        ("plugins", "list installed plugins and their config keys"),
+        ("prompt", "print the system prompt and tools the model would receive"),
+        ("run", "chat with the deployment's agent (REPL, or -p once)"),
+        ("sessions", "list the sessions the deployment has stored"),
+    ]:
+        assert re.search(rf"^ +{name} +{re.escape(help_line)}$", out, re.MULTILINE), name
+
+
+def test_a_third_party_command_plugs_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = install_throwaway_package(tmp_path / "site", GREET_ENTRY_POINTS)
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert re.search(r"^ +greet +greet someone \(a third-party command\)$", out, re.MULTILINE)
+    # A broken entry point is listed by name with its reason; the others still work.
+    assert re.search(r"^ +broken +\(cannot load: ModuleNotFoundError\)$", out, re.MULTILINE)
+    assert re.search(r"^ +wrong +\(cannot load: not a dsh.Command\)$", out, re.MULTILINE)
+    assert cli.main(["greet", "world"]) == 7
+    assert capsys.readouterr().out == "hello, world\n"
+    assert cli.main(["broken", "x", "--y"]) == 1
+    assert capsys.readouterr().err.startswith(
+        'dsh: command "broken" (dsh_greet_missing:command) cannot load: ModuleNotFoundError: '
+    )
+    assert cli.main(["wrong"]) == 1
+    assert capsys.readouterr().err == (
+        'dsh: command "wrong" (dsh_greet:not_a_command) is int, not a dsh.Command\n'
+    )
+    # The core's own commands cannot be replaced by an entry point.
+    assert cli.main(["check", str(HELLO)]) == 0
+    assert capsys.readouterr().out.startswith(f"{HELLO}: ok")
+
+
+def test_a_third_party_command_in_a_subprocess(tmp_path: Path) -> None:
+    site = install_throwaway_package(tmp_path / "site", GREET_ENTRY_POINTS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh", "greet", "subprocess"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (7, "hello, subprocess\n"), done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert "greet someone (a third-party command)" in done.stdout
+
+
+def test_only_the_named_command_is_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded: list[str] = []
+    real = _commands.load_command
+
+    def spy(entry_point: EntryPoint) -> Command:
+        loaded.append(entry_point.name)
+        return real(entry_point)
+
+    monkeypatch.setattr(cli, "load_command", spy)
+    assert cli.main(["check", str(HELLO)]) == 0
+    assert loaded == []
+    assert cli.main(["prompt", str(HELLO)]) == 0
+    assert loaded == ["prompt"]

@@ -8,14 +8,10 @@ from typing import Any, ClassVar
 import pydantic
 import pytest
 
-from dsh import ConfigError, Context, DshError, Fiber, FiberState, Plugin
+from dsh import ConfigError, Context, DshError, FiberState, Plugin
+from dsh.testing import state
 
 pytestmark = pytest.mark.anyio
-
-
-def state(fiber: Fiber) -> FiberState:
-    """The fiber's state, read afresh (mypy would keep an earlier narrowing)."""
-    return fiber.state
 
 
 class Leaf(pydantic.BaseModel):
@@ -47,7 +43,7 @@ class Shaped(Plugin):
         self.seen.append(self.config)
 
 
-async def start(config: Any) -> Any:
+async def load_shaped(config: Any) -> Any:
     async with Context() as root:
         fiber = root.plugin(Shaped, config)
         try:
@@ -59,9 +55,9 @@ async def start(config: Any) -> Any:
 
 
 async def test_defaults_are_applied() -> None:
-    config = await start(None)
+    config = await load_shaped(None)
     assert config == Shape()
-    config = await start({"count": 3, "leaves": [{}], "Aliased": 4})
+    config = await load_shaped({"count": 3, "leaves": [{}], "Aliased": 4})
     assert config.count == 3
     assert config.leaves == [Leaf(x=1)]
     assert config.aliased == 4
@@ -86,7 +82,7 @@ async def test_validation_happens_at_activation_and_config_is_none_until_then() 
 
 
 async def test_config_error_names_the_plugin_and_lists_each_problem() -> None:
-    exc = await start({"count": "many", "leaf": {"x": "wide"}, "leaves": [{}, {"x": []}]})
+    exc = await load_shaped({"count": "many", "leaf": {"x": "wide"}, "leaves": [{}, {"x": []}]})
     assert isinstance(exc, ConfigError)
     assert isinstance(exc, ValueError)
     assert isinstance(exc, DshError)
@@ -101,7 +97,7 @@ async def test_config_error_names_the_plugin_and_lists_each_problem() -> None:
 
 
 async def test_a_config_that_is_not_a_mapping() -> None:
-    exc = await start([1, 2])
+    exc = await load_shaped([1, 2])
     assert isinstance(exc, ConfigError)
     assert "(at <config>)" in str(exc)
 
@@ -118,14 +114,14 @@ async def test_a_config_that_is_not_a_mapping() -> None:
     ],
 )
 async def test_unknown_keys_are_errors_at_every_level(config: Any, where: str) -> None:
-    exc = await start(config)
+    exc = await load_shaped(config)
     assert isinstance(exc, ConfigError)
     assert f"Extra inputs are not permitted (at {where})" in str(exc)
     assert len(str(exc).splitlines()) == 2  # exactly one problem
 
 
 async def test_a_model_with_extra_allow_accepts_unknown_keys() -> None:
-    config = await start({"open": {"anything": 1}, "tags": ["a"], "name": "n"})
+    config = await load_shaped({"open": {"anything": 1}, "tags": ["a"], "name": "n"})
     assert config.open.anything == 1
     assert config.tags == ["a"]
 
@@ -144,7 +140,7 @@ async def test_a_model_forbidding_extras_reports_through_pydantic() -> None:
 
 
 async def test_a_validated_instance_passes() -> None:
-    config = await start(Shape(count=9))
+    config = await load_shaped(Shape(count=9))
     assert config == Shape(count=9)
 
 

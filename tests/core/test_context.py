@@ -10,15 +10,11 @@ import anyio.lowlevel
 import pytest
 
 import dsh
-from dsh import Context, DshError, Fiber, FiberState, InactiveContextError
+from dsh import Context, DshError, FiberState, InactiveContextError
 from dsh._errors import EventUsageError
+from dsh.testing import state
 
 pytestmark = pytest.mark.anyio
-
-
-def state(fiber: Fiber) -> FiberState:
-    """The fiber's state, read afresh (mypy would keep an earlier narrowing)."""
-    return fiber.state
 
 
 async def test_leaving_the_root_disposes_the_whole_tree_first() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 import dsh
 from dsh import Context, DeploymentError, FiberState, load_deployment
+from dsh.testing import write_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -56,12 +57,6 @@ class Waits(dsh.Plugin):
 """
 
 
-def write(tmp_path: Path, yaml_text: str, name: str = "dsh.yml") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(yaml_text))
-    return path
-
-
 @pytest.fixture
 def plugin_log(tmp_path: Path) -> list[str]:
     (tmp_path / "plug.py").write_text(PLUGIN_FILE)
@@ -87,7 +82,7 @@ def file_log(path: Path) -> list[str]:
 
 
 async def test_loads_entries_groups_disabled_and_env(tmp_path: Path, plugin_log: list[str]) -> None:
-    path = write(
+    path = write_deployment(
         tmp_path,
         """
         - id: one
@@ -133,7 +128,9 @@ async def test_os_environ_is_the_default(
     tmp_path: Path, plugin_log: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DSH_TEST_LABEL", "from-os")
-    path = write(tmp_path, "- {id: one, name: ./plug.py, config: {label: !env DSH_TEST_LABEL}}")
+    path = write_deployment(
+        tmp_path, "- {id: one, name: ./plug.py, config: {label: !env DSH_TEST_LABEL}}"
+    )
     async with Context() as root:
         deployment = await load_deployment(path, root)
         assert deployment.instance.fibers["one"].config.label == "from-os"
@@ -143,7 +140,7 @@ async def test_os_environ_is_the_default(
 async def test_provider_after_dependent_in_file_order(
     tmp_path: Path, plugin_log: list[str]
 ) -> None:
-    path = write(
+    path = write_deployment(
         tmp_path,
         """
         - {id: needy, name: "./plug.py:Needy"}
@@ -165,7 +162,7 @@ async def test_provider_after_dependent_in_file_order(
 async def test_every_plan_problem_is_reported_and_nothing_starts(
     tmp_path: Path, plugin_log: list[str]
 ) -> None:
-    path = write(
+    path = write_deployment(
         tmp_path,
         """
         - id: bad-config
@@ -204,7 +201,7 @@ async def test_every_plan_problem_is_reported_and_nothing_starts(
 
 
 async def test_start_failures_roll_back_everything(tmp_path: Path, plugin_log: list[str]) -> None:
-    path = write(
+    path = write_deployment(
         tmp_path,
         """
         - {id: fine, name: ./plug.py, config: {label: fine}}
@@ -255,7 +252,7 @@ async def test_config_error_at_activation_names_the_entry(tmp_path: Path) -> Non
             """
         )
     )
-    path = write(tmp_path, "- {id: late, name: ./late.py, config: {value: 3}}")
+    path = write_deployment(tmp_path, "- {id: late, name: ./late.py, config: {value: 3}}")
     async with Context() as root:
         with pytest.raises(DeploymentError) as info:
             await load_deployment(path, root)
@@ -265,7 +262,7 @@ async def test_config_error_at_activation_names_the_entry(tmp_path: Path) -> Non
 
 
 async def test_deployment_error_is_a_dsh_error(tmp_path: Path) -> None:
-    path = write(tmp_path, "- {name: 42}")
+    path = write_deployment(tmp_path, "- {name: 42}")
     async with Context() as root:
         with pytest.raises(dsh.DshError) as info:
             await load_deployment(str(path), root)

@@ -14,14 +14,10 @@ import anyio.lowlevel
 import pytest
 
 import dsh
-from dsh import Context, Fiber, FiberState
+from dsh import Context, FiberState
+from dsh.testing import state
 
 pytestmark = pytest.mark.anyio
-
-
-def state(fiber: Fiber) -> FiberState:
-    """The fiber's state, read afresh (mypy would keep an earlier narrowing)."""
-    return fiber.state
 
 
 #: The composite's last disposer outlasts the inner effect's whole unwind.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import logging
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -13,27 +12,10 @@ import anyio.lowlevel
 import pytest
 
 import dsh
-from dsh import Context, Disposer, Fiber, FiberState, InactiveContextError, InvalidEffectError
+from dsh import Context, Disposer, FiberState, InactiveContextError, InvalidEffectError
+from dsh.testing import errors_logged, state, until
 
 pytestmark = pytest.mark.anyio
-
-
-def state(fiber: Fiber) -> FiberState:
-    """The fiber's state, read afresh (mypy would keep an earlier narrowing)."""
-    return fiber.state
-
-
-async def until(cond: Callable[[], bool], limit: int = 200) -> None:
-    """Yield to the scheduler until ``cond()`` holds (bounded, no sleeping)."""
-    for _ in range(limit):
-        if cond():
-            return
-        await anyio.lowlevel.checkpoint()
-    raise AssertionError("the condition never became true")
-
-
-def errors_logged(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 # -- the five body forms ----------------------------------------------------------------

@@ -10,14 +10,10 @@ import anyio
 import pytest
 
 import dsh
-from dsh import Context, DshError, Fiber, FiberState, InvalidPluginError, Plugin, UnknownEventError
+from dsh import Context, DshError, FiberState, InvalidPluginError, Plugin, UnknownEventError
+from dsh.testing import state
 
 pytestmark = pytest.mark.anyio
-
-
-def state(fiber: Fiber) -> FiberState:
-    """The fiber's state, read afresh (mypy would keep an earlier narrowing)."""
-    return fiber.state
 
 
 Next = Callable[[], Awaitable[Any]]

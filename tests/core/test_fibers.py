@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, ClassVar
@@ -25,25 +24,9 @@ from dsh import (
     InvalidPluginError,
     Plugin,
 )
+from dsh.testing import errors_logged, state, until
 
 pytestmark = pytest.mark.anyio
-
-
-def state(fiber: Fiber) -> FiberState:
-    """The fiber's state, read afresh (mypy would keep an earlier narrowing)."""
-    return fiber.state
-
-
-async def until(cond: Callable[[], bool], limit: int = 200) -> None:
-    for _ in range(limit):
-        if cond():
-            return
-        await anyio.lowlevel.checkpoint()
-    raise AssertionError("the condition never became true")
-
-
-def errors_logged(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 class Specs:

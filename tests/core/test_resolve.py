@@ -52,9 +52,7 @@ def lib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Make:
     monkeypatch.syspath_prepend(str(root))
 
     def make(relative: str, source: str) -> Path:
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(source), encoding="utf-8")
+        path = write_file(root / relative, source)
         importlib.invalidate_caches()
         return path
 
@@ -69,7 +67,8 @@ def deploy_dir(tmp_path: Path) -> Path:
     return path
 
 
-def write(path: Path, source: str) -> Path:
+def write_file(path: Path, source: str) -> Path:
+    """Write ``source`` (dedented) to ``path``, making its directory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(source), encoding="utf-8")
     return path
@@ -106,7 +105,7 @@ def test_installed_plugins_without_patching_returns_entry_points() -> None:
 
 
 def test_file_with_plugin_attribute(deploy_dir: Path, installed: object) -> None:
-    write(deploy_dir / "local.py", "class Local: ...\nplugin = Local\n")
+    write_file(deploy_dir / "local.py", "class Local: ...\nplugin = Local\n")
     obj, default = resolve_plugin("./local.py", deploy_dir)
     assert isinstance(obj, type)
     assert obj.__name__ == "Local"
@@ -114,14 +113,14 @@ def test_file_with_plugin_attribute(deploy_dir: Path, installed: object) -> None
 
 
 def test_file_with_attribute(deploy_dir: Path) -> None:
-    write(deploy_dir / "local.py", "class Local: ...\nclass Other: ...\n")
+    write_file(deploy_dir / "local.py", "class Local: ...\nclass Other: ...\n")
     obj, default = resolve_plugin("./local.py:Other", deploy_dir)
     assert getattr(obj, "__name__", None) == "Other"
     assert default == "Other"
 
 
 def test_file_with_module_level_apply_is_the_module(deploy_dir: Path) -> None:
-    write(deploy_dir / "fn.py", "def apply(ctx, config):\n    return None\n")
+    write_file(deploy_dir / "fn.py", "def apply(ctx, config):\n    return None\n")
     obj, default = resolve_plugin("./fn.py", deploy_dir)
     assert isinstance(obj, ModuleType)
     assert callable(obj.apply)
@@ -133,19 +132,19 @@ def test_file_with_module_level_apply_is_the_module(deploy_dir: Path) -> None:
     ["plugins/p.py", "plugins/p.py:Thing", "../deploy/plugins/p.py"],
 )
 def test_file_names_are_relative_to_the_base_dir(deploy_dir: Path, name: str) -> None:
-    write(deploy_dir / "plugins" / "p.py", "class Thing: ...\nplugin = Thing\n")
+    write_file(deploy_dir / "plugins" / "p.py", "class Thing: ...\nplugin = Thing\n")
     obj, _ = resolve_plugin(name, deploy_dir)
     assert getattr(obj, "__name__", None) == "Thing"
 
 
 def test_absolute_file_name(tmp_path: Path, deploy_dir: Path) -> None:
-    path = write(tmp_path / "elsewhere" / "abs.py", "plugin = 'absolute'\n")
+    path = write_file(tmp_path / "elsewhere" / "abs.py", "plugin = 'absolute'\n")
     assert resolve_plugin(str(path), deploy_dir) == ("absolute", "abs")
     assert resolve_plugin(f"{path}:plugin", deploy_dir) == ("absolute", "plugin")
 
 
 def test_same_file_is_imported_once_under_a_stable_name(tmp_path: Path, deploy_dir: Path) -> None:
-    write(deploy_dir / "once.py", "plugin = []\n")
+    write_file(deploy_dir / "once.py", "plugin = []\n")
     other_dir = tmp_path / "other"
     other_dir.mkdir()
     first, _ = resolve_plugin("./once.py", deploy_dir)
@@ -157,22 +156,22 @@ def test_same_file_is_imported_once_under_a_stable_name(tmp_path: Path, deploy_d
 
 
 def test_files_with_the_same_name_do_not_collide(tmp_path: Path) -> None:
-    write(tmp_path / "a" / "plugin.py", "plugin = 'a'\n")
-    write(tmp_path / "b" / "plugin.py", "plugin = 'b'\n")
+    write_file(tmp_path / "a" / "plugin.py", "plugin = 'a'\n")
+    write_file(tmp_path / "b" / "plugin.py", "plugin = 'b'\n")
     assert resolve_plugin("./plugin.py", tmp_path / "a") == ("a", "plugin")
     assert resolve_plugin("./plugin.py", tmp_path / "b") == ("b", "plugin")
 
 
 def test_a_file_name_with_odd_characters(deploy_dir: Path) -> None:
-    write(deploy_dir / "my-plugin.v2.py", "plugin = 'odd'\n")
+    write_file(deploy_dir / "my-plugin.v2.py", "plugin = 'odd'\n")
     assert resolve_plugin("./my-plugin.v2.py", deploy_dir) == ("odd", "my-plugin.v2")
     [name] = [n for n, m in list(sys.modules.items()) if getattr(m, "plugin", None) == "odd"]
     assert name.startswith("_dsh_file_my_plugin_v2_")
 
 
 def test_package_directory_with_relative_imports(deploy_dir: Path) -> None:
-    write(deploy_dir / "pkg" / "__init__.py", "from .impl import Impl\nplugin = Impl\n")
-    write(deploy_dir / "pkg" / "impl.py", "class Impl: ...\n")
+    write_file(deploy_dir / "pkg" / "__init__.py", "from .impl import Impl\nplugin = Impl\n")
+    write_file(deploy_dir / "pkg" / "impl.py", "class Impl: ...\n")
     obj, default = resolve_plugin("./pkg", deploy_dir)
     assert getattr(obj, "__name__", None) == "Impl"
     assert default == "pkg"
@@ -195,31 +194,31 @@ def test_directory_without_init(deploy_dir: Path) -> None:
 
 
 def test_a_file_that_is_not_python(deploy_dir: Path) -> None:
-    source = write(deploy_dir / "notes.txt", "plugin = 1\n").resolve()
+    source = write_file(deploy_dir / "notes.txt", "plugin = 1\n").resolve()
     error = load_error("./notes.txt", deploy_dir)
     assert str(error) == f'cannot import plugin "./notes.txt": {source} is not a Python file'
 
 
 def test_a_file_failing_to_import_is_reported_and_not_kept(deploy_dir: Path) -> None:
-    path = write(deploy_dir / "broken.py", "raise ValueError('bad config table')\n")
+    path = write_file(deploy_dir / "broken.py", "raise ValueError('bad config table')\n")
     error = load_error("./broken.py", deploy_dir)
     assert str(error) == 'cannot import plugin "./broken.py": ValueError: bad config table'
     assert isinstance(error.__cause__, ValueError)
     assert not [n for n in sys.modules if n.startswith("_dsh_file_broken_")]
     # Fixing the file and resolving again imports it afresh.
-    write(path, "plugin = 'fixed'\n")
+    write_file(path, "plugin = 'fixed'\n")
     assert resolve_plugin("./broken.py", deploy_dir) == ("fixed", "broken")
 
 
 def test_a_file_with_a_syntax_error(deploy_dir: Path) -> None:
-    write(deploy_dir / "syntax.py", "def (:\n")
+    write_file(deploy_dir / "syntax.py", "def (:\n")
     error = load_error("./syntax.py", deploy_dir)
     assert str(error).startswith('cannot import plugin "./syntax.py": SyntaxError: ')
     assert isinstance(error.__cause__, SyntaxError)
 
 
 def test_a_missing_attribute_in_a_file(deploy_dir: Path) -> None:
-    write(deploy_dir / "attrs.py", "class Plugin: ...\n")
+    write_file(deploy_dir / "attrs.py", "class Plugin: ...\n")
     error = load_error("./attrs.py:Plugn", deploy_dir)
     assert str(error) == (
         'cannot load plugin "./attrs.py:Plugn": "./attrs.py" has no attribute "Plugn"; '
@@ -230,7 +229,7 @@ def test_a_missing_attribute_in_a_file(deploy_dir: Path) -> None:
 
 @pytest.mark.parametrize("name", ["./attrs.py:", "./attrs.py:1st", "./attrs.py:a b"])
 def test_an_invalid_attribute_in_a_file_name(deploy_dir: Path, name: str) -> None:
-    write(deploy_dir / "attrs.py", "x = 1\n")
+    write_file(deploy_dir / "attrs.py", "x = 1\n")
     attr = name.partition(":")[2]
     assert str(load_error(name, deploy_dir)) == (
         f'invalid plugin name "{name}": "{attr}" is not an attribute name'

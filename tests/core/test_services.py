@@ -22,21 +22,9 @@ from dsh import (
     ServiceConflictError,
     ServiceNotFoundError,
 )
+from dsh.testing import state, until
 
 pytestmark = pytest.mark.anyio
-
-
-async def until(cond: Callable[[], bool], limit: int = 200) -> None:
-    for _ in range(limit):
-        if cond():
-            return
-        await anyio.lowlevel.checkpoint()
-    raise AssertionError("the condition never became true")
-
-
-def state(fiber: Fiber) -> FiberState:
-    """The fiber's state, read afresh (mypy would keep an earlier narrowing)."""
-    return fiber.state
 
 
 class Registry(Service):

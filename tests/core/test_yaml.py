@@ -12,6 +12,7 @@ import yaml
 
 from dsh._errors import ConfigError, DeploymentError
 from dsh._yaml import EntrySpec, EnvRef, line_of, parse_deployment, resolve_env
+from dsh.testing import write_deployment
 
 Write = Callable[[str], Path]
 
@@ -22,9 +23,7 @@ def write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Write:
     monkeypatch.chdir(tmp_path)
 
     def _write(text: str) -> Path:
-        path = Path("dsh.yml")
-        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-        return path
+        return write_deployment(Path(), textwrap.dedent(text).lstrip("\n"))
 
     return _write
 

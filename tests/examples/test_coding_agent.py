@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "coding-agent" / "dsh.yml"
+from tests.support import EXAMPLES, run_dsh
+
+EXAMPLE = EXAMPLES / "coding-agent" / "dsh.yml"
 PERSONA = (
     "You are coding-agent, powered by deepseek-chat. You help a developer understand and "
     "change their code: read carefully, explain briefly, and propose small, tested changes."
@@ -95,23 +97,11 @@ def environ(wire: Wire) -> dict[str, str]:
     return env
 
 
-def dsh(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def session_ids(root: Path) -> list[str]:
     return sorted(p.name for p in (root / ".dsh" / "sessions").iterdir() if p.is_dir())
 
 
-def records(root: Path, session_id: str) -> list[dict[str, Any]]:
+def stored_records(root: Path, session_id: str) -> list[dict[str, Any]]:
     path = root / ".dsh" / "sessions" / session_id / "session.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()[1:]]
 
@@ -120,7 +110,7 @@ def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
     wire: Wire, tmp_path: Path
 ) -> None:
     wire.replies.put(text_frames("Hello from the model"))
-    done = dsh("run", str(EXAMPLE), "-p", "Explain main.py", cwd=tmp_path, env=environ(wire))
+    done = run_dsh("run", str(EXAMPLE), "-p", "Explain main.py", cwd=tmp_path, env=environ(wire))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Hello from the model"
     (request,) = wire.requests
@@ -134,7 +124,7 @@ def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
         {"role": "user", "content": "Explain main.py"},
     ]
     (session,) = session_ids(tmp_path)
-    listed = dsh("sessions", str(EXAMPLE), cwd=tmp_path, env=environ(wire))
+    listed = run_dsh("sessions", str(EXAMPLE), cwd=tmp_path, env=environ(wire))
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith(session)
     assert "1 turn  agent main  model deepseek-chat" in listed.stdout
@@ -142,7 +132,7 @@ def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
 
 def test_a_missing_key_fails_at_once_naming_it(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
-    done = dsh("run", str(EXAMPLE), "-p", "hi", cwd=tmp_path, env=env)
+    done = run_dsh("run", str(EXAMPLE), "-p", "hi", cwd=tmp_path, env=env)
     assert done.returncode == 1
     assert "environment variable DEEPSEEK_API_KEY is not set" in done.stderr
     assert not (tmp_path / ".dsh").exists()
@@ -171,12 +161,12 @@ def test_killed_mid_turn_then_resumed_loses_nothing_committed(wire: Wire, tmp_pa
         process.stderr.close()
     assert process.returncode == -signal.SIGKILL
     (session,) = session_ids(tmp_path)
-    before = records(tmp_path, session)
+    before = stored_records(tmp_path, session)
     assert [r["type"] for r in before][:2] == ["turn/start", "user/message"]
     assert before[1]["data"]["message"]["content"][0]["text"] == "Refactor utils.py"
 
     wire.replies.put(text_frames("Done refactoring"))
-    resumed = dsh(
+    resumed = run_dsh(
         "run", str(EXAMPLE), "--resume", session, "-p", "Continue", cwd=tmp_path, env=environ(wire)
     )
     assert resumed.returncode == 0, resumed.stderr
@@ -187,7 +177,7 @@ def test_killed_mid_turn_then_resumed_loses_nothing_committed(wire: Wire, tmp_pa
         ("user", "Refactor utils.py"),
         ("user", "Continue"),
     ]
-    after = records(tmp_path, session)
+    after = stored_records(tmp_path, session)
     assert after[: len(before)] == before
     ends = [r["data"] for r in after if r["type"] == "turn/end"]
     assert ends == [

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ECHO = Path(__file__).parents[2] / "examples" / "echo-agent" / "dsh.yml"
-TIMEOUT = 120  # generous: fails the test instead of hanging it
-
-
-def dsh(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+from tests.support import ECHO, run_dsh
 
 
 def test_check() -> None:
-    done = dsh("check", str(ECHO))
+    done = run_dsh("check", str(ECHO))
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
         f'{ECHO}: ok (3 plugin entries active, prompt renders for agent "main" (1 tools))\n'
@@ -32,14 +16,14 @@ def test_check() -> None:
 
 
 def test_one_shot_answers_and_shows_the_tool_call() -> None:
-    done = dsh("run", str(ECHO), "-p", "echo hello")
+    done = run_dsh("run", str(ECHO), "-p", "echo hello")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "The echo tool returned: hello\n"
     assert done.stderr == '[tool] echo {"text": "hello"}\n[tool] echo -> hello\n'
 
 
 def test_piped_repl() -> None:
-    done = dsh("run", str(ECHO), stdin="echo hi\n/help\n/exit\nnot read\n")
+    done = run_dsh("run", str(ECHO), stdin="echo hi\n/help\n/exit\nnot read\n")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("The echo tool returned: hi\nType a message and press Enter")
     assert "You said" not in done.stdout
@@ -48,13 +32,13 @@ def test_piped_repl() -> None:
 
 @pytest.mark.parametrize("stdin", ["", "hello\n", "hello"])
 def test_repl_exits_0_at_end_of_input(stdin: str) -> None:
-    done = dsh("run", str(ECHO), stdin=stdin)
+    done = run_dsh("run", str(ECHO), stdin=stdin)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ("You said: hello. Try `echo <words>`.\n" if stdin else "")
 
 
 def test_prompt_shows_what_the_model_gets() -> None:
-    done = dsh("prompt", str(ECHO))
+    done = run_dsh("prompt", str(ECHO))
     assert done.returncode == 0, done.stderr
     assert "You are echo-agent, running on echo-mock. Answer briefly." in done.stdout
     assert '"name": "echo"' in done.stdout

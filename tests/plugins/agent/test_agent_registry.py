@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from dsh import Context, Disposer
 from dsh_agent import (
@@ -21,7 +20,8 @@ from dsh_agent_loop import AgentLoop
 from dsh_llm import Llm, Message
 from dsh_session import Session, SessionHeader, Sessions
 from dsh_system_prompt import AssembleContext, PromptSection, SystemPrompt
-from dsh_tools import Tool, ToolCall, Tools
+from dsh_tools import Tools
+from tests.plugins.tools.tools_support import make_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -62,16 +62,16 @@ class FakeAgent:
 
 
 @dataclass
-class Heard:
+class HeardAgents:
     created: list[str] = field(default_factory=list)
     disposed: list[str] = field(default_factory=list)
 
 
 @asynccontextmanager
-async def registry() -> AsyncIterator[tuple[Context, AgentRegistry, Heard]]:
+async def registry() -> AsyncIterator[tuple[Context, AgentRegistry, HeardAgents]]:
     async with Context() as root:
         await root.plugin(AgentRegistry)
-        heard = Heard()
+        heard = HeardAgents()
 
         def created(agent: Agent) -> None:
             heard.created.append(agent.id)
@@ -236,14 +236,6 @@ async def test_assemble_context_for() -> None:
 # -- ownership, with the real loop --------------------------------------------------------
 
 
-class Args(BaseModel):
-    text: str = ""
-
-
-async def noop(args: Args, call: ToolCall) -> str:
-    return ""
-
-
 async def test_disposing_the_owner_disposes_its_agents_and_their_scopes() -> None:
     async with Context() as root:
         for part in (SystemPrompt, Llm, Sessions, AgentRegistry, Tools, AgentLoop):
@@ -258,9 +250,7 @@ async def test_disposing_the_owner_disposes_its_agents_and_their_scopes() -> Non
 
         def owner(ctx: Context, config: None) -> None:
             agent = ctx.agents.create("owned", model="m", persona="Scoped persona.")
-            agent.ctx.tools.register(
-                Tool(name="private", description="p", parameters=Args, execute=noop)
-            )
+            agent.ctx.tools.register(make_tool("private"))
             agent.ctx.system_prompt.section(PromptSection(name="extra", order=5, text="Extra."))
             made.append(agent)
 

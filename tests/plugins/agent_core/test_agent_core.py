@@ -2,41 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dsh import ConfigError, Context, FiberState, load_deployment
+from dsh.testing import ScriptedModel, write_deployment
 from dsh_agent_core import AgentCore
-from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, LlmRequest, TextDelta
 from dsh_system_prompt import TOOL_ORDER_REST, ToolOrderError, ToolProviderResult, ToolSchema
+from tests.support import IDENT
 
 pytestmark = pytest.mark.anyio
 
-IDENT = "You are an AI agent powered by dsh."
 SERVICES = ("system_prompt", "llm", "sessions", "agents", "tools")
-
-
-@dataclass
-class Model:
-    """Answers every request with ``ok``, recording it."""
-
-    requests: list[LlmRequest] = field(default_factory=list)
-
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        self.requests.append(request)
-        for chunk in (BlockStart(0, "text"), TextDelta(0, "ok"), BlockEnd(0), Finish("stop")):
-            yield chunk
 
 
 async def test_a_model_alone_declares_the_agent_main() -> None:
     async with Context() as root:
         await root.plugin(AgentCore, {"model": "mock", "persona": "Helper on {{model}}."})
-        model = Model()
-        root.llm.register_adapter(["mock"], model)
+        model = ScriptedModel("ok", models=["mock"])
+        model.install(root)
         (agent,) = root.agents.list()
         assert (agent.id, agent.model) == ("main", "mock")
         agent.send("hi")
@@ -113,7 +99,7 @@ async def test_a_part_that_fails_fails_the_bundle_and_leaves_nothing() -> None:
 async def test_disposal_leaves_nothing_behind() -> None:
     async with Context() as root:
         fiber = await root.plugin(AgentCore, {"model": "mock", "persona": "P."})
-        root.llm.register_adapter(["mock"], Model())
+        ScriptedModel("ok", models=["mock"]).install(root)
         agent = root.agents.get("main")
         agent.send("hi")
         await agent.when_idle()
@@ -130,29 +116,26 @@ async def test_disposal_leaves_nothing_behind() -> None:
 
 async def test_from_a_yaml_deployment(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text(
-        "from dsh_llm import BlockEnd, BlockStart, Finish, TextDelta\n"
+        "from dsh.testing import ScriptedModel\n"
         "inject = ['llm']\n"
-        "class Model:\n"
-        "    async def stream(self, request):\n"
-        "        yield BlockStart(0, 'text')\n"
-        "        yield TextDelta(0, 'hello from yaml')\n"
-        "        yield BlockEnd(0)\n"
-        "        yield Finish('stop')\n"
         "def apply(ctx, config):\n"
-        "    return ctx.llm.register_adapter(['yaml-model'], Model())\n"
+        "    return ScriptedModel('hello from yaml', models=['yaml-model']).install(ctx)\n"
     )
-    (tmp_path / "dsh.yml").write_text(
-        "- id: model\n"
-        "  name: ./model.py\n"
-        "- id: core\n"
-        "  name: agent-core\n"
-        "  config:\n"
-        "    model: yaml-model\n"
-        "    persona: 'You run on {{model}}.'\n"
-        "    agents: [{id: helper, cwd: /srv}]\n"
+    path = write_deployment(
+        tmp_path,
+        """\
+        - id: model
+          name: ./model.py
+        - id: core
+          name: agent-core
+          config:
+            model: yaml-model
+            persona: 'You run on {{model}}.'
+            agents: [{id: helper, cwd: /srv}]
+        """,
     )
     async with Context() as root:
-        deployment = await load_deployment(tmp_path / "dsh.yml", root)
+        deployment = await load_deployment(path, root)
         agent = root.agents.get("helper")
         agent.send("hi")
         await agent.when_idle()

@@ -1,18 +1,16 @@
 """The agent loop on a real runtime with a scripted model (dsh-core §9, scenarios 43-67).
 
-The model is a ``ScriptedModel``: each call takes the next reply of its script and
-yields its chunks; a reply may ``Wait`` on an event (to hold the stream open) or
-``Mark`` one (to tell the test how far the stream got). Interleavings are driven by
+The model is ``dsh.testing.ScriptedModel``: each call takes the next reply of its
+script and yields its chunks; a reply may ``Wait`` on an event (to hold the stream
+open) or ``Mark`` one (to tell the test how far the stream got). Interleavings are driven by
 events only, never by sleeping.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -22,6 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from dsh import ConfigError, Context, Fiber
+from dsh.testing import Mark, Reply, ScriptedModel, Wait, failure, text, tool_call, tool_calls
 from dsh_agent import (
     AgentArgumentError,
     AgentError,
@@ -32,7 +31,6 @@ from dsh_agent import (
 )
 from dsh_agent_loop import ABORTED, ABORTED_BEFORE_DISPATCH, AgentLoop, LoopAgent
 from dsh_llm import (
-    BlockEnd,
     BlockStart,
     Chunk,
     Finish,
@@ -46,8 +44,6 @@ from dsh_llm import (
     ToolCallBlock,
     ToolCallDelta,
     ToolResultBlock,
-    Usage,
-    UsageChunk,
 )
 from dsh_session import Session, SessionEvent, Sessions
 from dsh_session_jsonl import SessionWriteError
@@ -59,88 +55,18 @@ from dsh_system_prompt import (
     SystemPrompt,
 )
 from dsh_tools import Tool, ToolCall, ToolResult, Tools
+from tests.support import IDENT, event_data, event_types
 
 pytestmark = pytest.mark.anyio
 
-IDENT = "You are an AI agent powered by dsh."
 BOUNDARIES = ("turn/start", "turn/end", "step/start", "step/end")
-
-
-# -- the scripted model -------------------------------------------------------------------
-
-
-@dataclass
-class Wait:
-    """In a reply: hold the stream until ``event`` is set."""
-
-    event: anyio.Event
-
-
-@dataclass
-class Mark:
-    """In a reply: set ``event`` (the stream got this far)."""
-
-    event: anyio.Event
-
-
-Reply = Sequence[Chunk | Wait | Mark]
-
-
-@dataclass
-class ScriptedModel:
-    """A model adapter answering each call with the next reply of its script."""
-
-    script: deque[Reply] = field(default_factory=deque)
-    requests: list[LlmRequest] = field(default_factory=list)
-
-    def reply(self, *replies: Reply) -> None:
-        self.script.extend(replies)
-
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        self.requests.append(request)
-        if not self.script:
-            raise AssertionError(f"unscripted model call (turn {request.turn})")
-        for item in self.script.popleft():
-            if isinstance(item, Wait):
-                await item.event.wait()
-            elif isinstance(item, Mark):
-                item.event.set()
-            else:
-                yield item
-
-
-def text(value: str) -> list[Chunk]:
-    """A text answer: start, one delta per character, end, usage, finish ``stop``."""
-    return [
-        BlockStart(0, "text"),
-        *(TextDelta(0, c) for c in value),
-        BlockEnd(0),
-        UsageChunk(Usage(10, len(value))),
-        Finish("stop"),
-    ]
-
-
-def calls(*specs: tuple[str, str, dict[str, Any]]) -> list[Chunk]:
-    """An answer calling tools: ``(call id, tool name, arguments)`` each."""
-    chunks: list[Chunk] = []
-    for index, (call_id, name, arguments) in enumerate(specs):
-        chunks += [
-            BlockStart(index, "tool-call"),
-            ToolCallDelta(index, call_id, json.dumps(arguments), name=name),
-            BlockEnd(index),
-        ]
-    return [*chunks, UsageChunk(Usage(10, 1)), Finish("tool-calls")]
-
-
-def failure(message: str, code: str, reason: str = "error") -> list[Chunk]:
-    return [Finish("aborted" if reason == "aborted" else "error", LlmFailure(message, code))]
 
 
 # -- the rig ------------------------------------------------------------------------------
 
 
 @dataclass
-class Rig:
+class LoopRig:
     root: Context
     model: ScriptedModel
     loop: Fiber
@@ -162,9 +88,9 @@ class Args(BaseModel):
 
 
 @asynccontextmanager
-async def rig(
+async def loop_rig(
     persona: str = "", tool_order: list[str] | None = None, max_parallel: int = 8
-) -> AsyncIterator[Rig]:
+) -> AsyncIterator[LoopRig]:
     async with Context() as root:
         await root.plugin(SystemPrompt, {"persona": persona, "tool_order": tool_order})
         await root.plugin(Llm)
@@ -172,9 +98,9 @@ async def rig(
         await root.plugin(AgentRegistry)
         await root.plugin(Tools)
         loop = await root.plugin(AgentLoop, {"max_parallel_tool_calls": max_parallel})
-        model = ScriptedModel()
-        root.llm.register_adapter(["mock"], model)
-        state = Rig(root, model, loop)
+        model = ScriptedModel(models=["mock"])
+        model.install(root)
+        state = LoopRig(root, model, loop)
 
         def on_status(agent: LoopAgent, status: str) -> None:
             state.statuses.append((agent.id, status))
@@ -193,51 +119,40 @@ async def run(agent: LoopAgent, *messages: str) -> None:
     await agent.when_idle()
 
 
-def types(session: Session) -> list[str]:
-    return [event.type for event in session.events]
-
-
 def boundaries(session: Session) -> list[str]:
     return [event.type for event in session.events if event.type in BOUNDARIES]
 
 
-def data_of(session: Session, kind: str) -> list[Mapping[str, Any]]:
-    return [event.data for event in session.events if event.type == kind]
-
-
 def ends(session: Session) -> list[Mapping[str, Any]]:
-    return [data["reason"] for data in data_of(session, "turn/end")]
+    return [data["reason"] for data in event_data(session, "turn/end")]
 
 
-def texts(request: LlmRequest) -> list[str]:
+def message_texts(request: LlmRequest) -> list[str]:
     return [message.text for message in request.messages]
-
-
-def user(value: str) -> Message:
-    return Message.user(value)
 
 
 # -- basic turns (43-46) ------------------------------------------------------------------
 
 
 async def test_simple_turn() -> None:
-    async with rig() as r:
-        r.model.reply(text("hello world"))
+    async with loop_rig() as r:
+        answer = text(*"hello world", usage=(10, 11))
+        r.model.reply(answer)
         agent = r.agent()
         assert agent.status == "idle"
         await run(agent, "hi")
         session = agent.session
         assert boundaries(session) == ["turn/start", "step/start", "step/end", "turn/end"]
-        kinds = types(session)
+        kinds = event_types(session)
         assert kinds[:4] == ["turn/start", "user/message", "step/start", "request/header"]
         assert kinds[-3:] == ["assistant/message", "step/end", "turn/end"]
-        assert kinds.count("assistant/chunk") == len(text("hello world"))
-        (answer,) = data_of(session, "assistant/message")
-        assert answer["usage"] == {"input_tokens": 10, "output_tokens": 11}
-        assert answer["turn"] == 1
-        assert answer["step"] == 1
+        assert kinds.count("assistant/chunk") == len(answer)
+        (message,) = event_data(session, "assistant/message")
+        assert message["usage"] == {"input_tokens": 10, "output_tokens": 11}
+        assert message["turn"] == 1
+        assert message["step"] == 1
         assert session.derive_messages() == [
-            user("hi"),
+            Message.user("hi"),
             Message("assistant", (TextBlock("hello world"),)),
         ]
         assert ends(session) == [{"kind": "completed"}]
@@ -246,7 +161,7 @@ async def test_simple_turn() -> None:
         assert r.statuses == [("a", "running"), ("a", "idle")]
         assert agent.status == "idle"
         (request,) = r.model.requests
-        assert request.messages == (user("hi"),)
+        assert request.messages == (Message.user("hi"),)
         assert request.system == IDENT
         assert request.tools == ()
         assert (request.model, request.session_id, request.turn, request.step) == (
@@ -256,7 +171,7 @@ async def test_simple_turn() -> None:
             1,
         )
         assert request.max_tokens is None
-        (header,) = data_of(session, "request/header")
+        (header,) = event_data(session, "request/header")
         assert header == {
             "turn": 1,
             "step": 1,
@@ -266,26 +181,26 @@ async def test_simple_turn() -> None:
 
 
 async def test_tool_round_trip() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         async def echo(args: Args, call: ToolCall) -> str:
             return f"echo: {args.text}"
 
         r.tool("echo", echo)
-        r.model.reply(calls(("c1", "echo", {"text": "ping"})), text("done"))
+        r.model.reply(tool_calls(tool_call("echo", {"text": "ping"}, id="c1")), text("done"))
         agent = r.agent()
         await run(agent, "use the tool")
         first, second = r.model.requests
-        assert first.messages == (user("use the tool"),)
+        assert first.messages == (Message.user("use the tool"),)
         assert second.messages[1:] == (
             Message("assistant", (ToolCallBlock("c1", "echo", '{"text": "ping"}'),)),
             Message("tool", (ToolResultBlock("c1", "echo: ping", False),)),
         )
         session = agent.session
-        assert data_of(session, "tool/call") == [
+        assert event_data(session, "tool/call") == [
             {"turn": 1, "step": 1, "call_id": "c1", "name": "echo", "arguments": '{"text": "ping"}'}
         ]
-        assert data_of(session, "tool/result") == [
+        assert event_data(session, "tool/result") == [
             {
                 "turn": 1,
                 "step": 1,
@@ -304,12 +219,12 @@ async def test_tool_round_trip() -> None:
             "turn/end",
         ]
         # The header did not change between the steps: it is logged once.
-        assert len(data_of(session, "request/header")) == 1
+        assert len(event_data(session, "request/header")) == 1
         assert ends(session) == [{"kind": "completed"}]
 
 
 async def test_persona_with_model_variable_and_tool_guidance() -> None:
-    async with rig(persona="You are a test agent on {{model}}.") as r:
+    async with loop_rig(persona="You are a test agent on {{model}}.") as r:
 
         async def noop(args: Args, call: ToolCall) -> str:
             return ""
@@ -329,7 +244,7 @@ async def test_persona_with_model_variable_and_tool_guidance() -> None:
 
 
 async def test_cwd_variable_comes_from_create() -> None:
-    async with rig(persona="Working in {{cwd}}.") as r:
+    async with loop_rig(persona="Working in {{cwd}}.") as r:
         r.model.reply(text("ok"))
         agent = r.agent(cwd="/srv/space")
         assert agent.cwd == "/srv/space"
@@ -339,7 +254,7 @@ async def test_cwd_variable_comes_from_create() -> None:
 
 
 async def test_agent_persona_is_scoped_to_the_agent() -> None:
-    async with rig(persona="Global persona.") as r:
+    async with loop_rig(persona="Global persona.") as r:
         r.model.reply(text("a"), text("b"))
         mine = r.agent("mine", persona="Mine, on {{model}}.")
         other = r.agent("other")
@@ -354,11 +269,11 @@ async def test_agent_persona_is_scoped_to_the_agent() -> None:
 # -- errors and the backstop (47-51) ------------------------------------------------------
 
 
-async def supply_cwd_by_variable(r: Rig, agent: LoopAgent) -> None:
+async def supply_cwd_by_variable(r: LoopRig, agent: LoopAgent) -> None:
     agent.ctx.system_prompt.variable("cwd", lambda context: "/rescued")
 
 
-async def supply_cwd_by_waterfall(r: Rig, agent: LoopAgent) -> None:
+async def supply_cwd_by_waterfall(r: LoopRig, agent: LoopAgent) -> None:
     async def rescue(
         assembly: PromptAssembly, context: AssembleContext, call_next: Callable[[], Any]
     ) -> PromptAssembly:
@@ -371,9 +286,9 @@ async def supply_cwd_by_waterfall(r: Rig, agent: LoopAgent) -> None:
 
 @pytest.mark.parametrize("supply", [supply_cwd_by_variable, supply_cwd_by_waterfall])
 async def test_backstop_unset_variable_fails_the_turn_then_recovers(
-    supply: Callable[[Rig, LoopAgent], Awaitable[None]],
+    supply: Callable[[LoopRig, LoopAgent], Awaitable[None]],
 ) -> None:
-    async with rig(persona="In {{cwd}}.") as r:
+    async with loop_rig(persona="In {{cwd}}.") as r:
         agent = r.agent()
         await run(agent, "first")
         assert r.model.requests == []
@@ -395,11 +310,11 @@ async def test_backstop_unset_variable_fails_the_turn_then_recovers(
         (request,) = r.model.requests
         assert request.system == f"{IDENT}\n\nIn /rescued."
         # The failed turn's message stays in the history.
-        assert texts(request) == ["first", "second"]
+        assert message_texts(request) == ["first", "second"]
 
 
 async def test_late_model_through_the_request_waterfall() -> None:
-    async with rig(persona="You run on {{model}}.") as r:
+    async with loop_rig(persona="You run on {{model}}.") as r:
         agent = r.agent(model=None)
 
         async def name_model(
@@ -423,11 +338,11 @@ async def test_late_model_through_the_request_waterfall() -> None:
         (request,) = r.model.requests
         assert request.model == "mock"
         assert request.system == f"{IDENT}\n\nYou run on mock."
-        assert data_of(agent.session, "request/header")[0]["header"]["model"] == "mock"
+        assert event_data(agent.session, "request/header")[0]["header"]["model"] == "mock"
 
 
 async def test_no_model_names_the_request_waterfall() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         agent = r.agent(model=None)
         await run(agent, "hi")
         assert r.model.requests == []
@@ -443,7 +358,7 @@ async def test_no_model_names_the_request_waterfall() -> None:
 
 
 async def test_empty_assembly_sends_no_system_prompt() -> None:
-    async with rig(persona="Never seen.") as r:
+    async with loop_rig(persona="Never seen.") as r:
 
         def empty(
             assembly: PromptAssembly, context: AssembleContext, call_next: Callable[[], Any]
@@ -457,12 +372,12 @@ async def test_empty_assembly_sends_no_system_prompt() -> None:
         (request,) = r.model.requests
         assert request.system is None
         assert request.tools == ()
-        header = data_of(agent.session, "request/header")[0]["header"]
+        header = event_data(agent.session, "request/header")[0]["header"]
         assert "system" not in header
 
 
 async def test_request_is_frozen_and_a_replacement_is_sent_and_logged() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         other = ScriptedModel()
         other.reply(text("from the other model"))
         r.root.llm.register_adapter(["other-model"], other)
@@ -484,12 +399,12 @@ async def test_request_is_frozen_and_a_replacement_is_sent_and_logged() -> None:
         assert len(refused) == 1
         assert r.model.requests == []
         assert [q.model for q in other.requests] == ["other-model"]
-        assert data_of(agent.session, "request/header")[0]["header"]["model"] == "other-model"
+        assert event_data(agent.session, "request/header")[0]["header"]["model"] == "other-model"
         assert ends(agent.session) == [{"kind": "completed"}]
 
 
 async def test_request_listener_must_return_a_request() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         def wrong(agent: LoopAgent, request: LlmRequest, call_next: Callable[[], Any]) -> str:
             return "not a request"
@@ -505,7 +420,7 @@ async def test_request_listener_must_return_a_request() -> None:
 
 
 async def test_unknown_model_lists_the_known_models() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         agent = r.agent(model="nope")
         await run(agent, "hi")
         (end,) = ends(agent.session)
@@ -522,7 +437,7 @@ async def test_unknown_model_lists_the_known_models() -> None:
 
 
 async def test_pre_step_runs_once_per_step_before_step_start() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         seen: list[tuple[int, int, int, int]] = []
         agent = r.agent()
 
@@ -533,7 +448,7 @@ async def test_pre_step_runs_once_per_step_before_step_start() -> None:
             step: int,
             call_next: Callable[[], Any],
         ) -> list[Message]:
-            started = types(agent.session).count("step/start")
+            started = event_types(agent.session).count("step/start")
             seen.append((turn, step, len(messages), started))
             result: list[Message] = await call_next()
             return result
@@ -543,13 +458,13 @@ async def test_pre_step_runs_once_per_step_before_step_start() -> None:
 
         r.tool("echo", echo)
         agent.ctx.on("agent/pre-step", pre_step)
-        r.model.reply(calls(("c1", "echo", {})), text("done"))
+        r.model.reply(tool_calls(tool_call("echo", id="c1")), text("done"))
         await run(agent, "go")
         assert seen == [(1, 1, 1, 0), (1, 2, 0, 1)]
 
 
 async def test_pre_step_rewrites_the_messages() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         def rewrite(
             agent: LoopAgent,
@@ -558,19 +473,19 @@ async def test_pre_step_rewrites_the_messages() -> None:
             step: int,
             call_next: Callable[[], Any],
         ) -> list[Message]:
-            return [user(f"rewritten: {m.text}") for m in messages]
+            return [Message.user(f"rewritten: {m.text}") for m in messages]
 
         r.root.on("agent/pre-step", rewrite)
         r.model.reply(text("ok"))
         agent = r.agent()
         await run(agent, "original")
-        logged = data_of(agent.session, "user/message")
+        logged = event_data(agent.session, "user/message")
         assert [Message.from_json(d["message"]).text for d in logged] == ["rewritten: original"]
-        assert texts(r.model.requests[0]) == ["rewritten: original"]
+        assert message_texts(r.model.requests[0]) == ["rewritten: original"]
 
 
 async def test_pre_step_adds_a_message() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         async def add(
             agent: LoopAgent,
@@ -580,7 +495,7 @@ async def test_pre_step_adds_a_message() -> None:
             call_next: Callable[[], Any],
         ) -> list[Message]:
             if step == 1:
-                messages.append(user("extra context"))
+                messages.append(Message.user("extra context"))
             result: list[Message] = await call_next()
             return result
 
@@ -588,13 +503,13 @@ async def test_pre_step_adds_a_message() -> None:
         r.model.reply(text("ok"))
         agent = r.agent()
         await run(agent, "hi")
-        logged = data_of(agent.session, "user/message")
+        logged = event_data(agent.session, "user/message")
         assert [(d["turn"], d["step"]) for d in logged] == [(1, 1), (1, 1)]
-        assert texts(r.model.requests[0]) == ["hi", "extra context"]
+        assert message_texts(r.model.requests[0]) == ["hi", "extra context"]
 
 
 async def test_pre_step_blocks_the_step() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         def block(
             agent: LoopAgent,
@@ -608,14 +523,14 @@ async def test_pre_step_blocks_the_step() -> None:
         r.root.on("agent/pre-step", block)
         agent = r.agent()
         await run(agent, "hi")
-        assert types(agent.session) == ["turn/start", "turn/end"]
+        assert event_types(agent.session) == ["turn/start", "turn/end"]
         assert ends(agent.session) == [{"kind": "blocked", "message": "not on a Sunday"}]
         assert r.model.requests == []
         assert r.errors == []
 
 
 async def test_pre_step_that_takes_every_message_ends_the_turn_without_a_step() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         def swallow(
             agent: LoopAgent,
@@ -629,13 +544,13 @@ async def test_pre_step_that_takes_every_message_ends_the_turn_without_a_step() 
         r.root.on("agent/pre-step", swallow)
         agent = r.agent()
         await run(agent, "/help")
-        assert types(agent.session) == ["turn/start", "turn/end"]
+        assert event_types(agent.session) == ["turn/start", "turn/end"]
         assert ends(agent.session) == [{"kind": "completed"}]
         assert r.model.requests == []
 
 
 async def test_pre_step_must_return_messages() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         def wrong(
             agent: LoopAgent,
@@ -655,7 +570,7 @@ async def test_pre_step_must_return_messages() -> None:
 
 
 async def test_throwing_pre_step_fails_one_turn_and_the_queue_goes_on() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         armed = [True]
 
         async def broken(
@@ -681,7 +596,7 @@ async def test_throwing_pre_step_fails_one_turn_and_the_queue_goes_on() -> None:
         assert [(turn, step) for _, turn, step, _ in r.errors] == [(1, 1)]
         # The first message never reached the log: the hook failed before it.
         (request,) = r.model.requests
-        assert texts(request) == ["second"]
+        assert message_texts(request) == ["second"]
         assert boundaries(agent.session) == [
             "turn/start",
             "turn/end",
@@ -697,13 +612,13 @@ async def test_throwing_pre_step_fails_one_turn_and_the_queue_goes_on() -> None:
 
 @pytest.mark.parametrize("reason", ["error", "aborted"])
 async def test_failed_stream_fails_the_turn_with_the_failure(reason: str) -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         code = "RATE_LIMIT" if reason == "error" else "ABORTED"
-        r.model.reply(failure("slow down", code, reason), text("ok"))
+        r.model.reply(failure("slow down", code, aborted=reason == "aborted"), text("ok"))
         agent = r.agent()
         await run(agent, "hi")
         assert ends(agent.session) == [{"kind": "error", "message": "slow down", "code": code}]
-        assert "assistant/message" not in types(agent.session)
+        assert "assistant/message" not in event_types(agent.session)
         ((_, turn, step, error),) = r.errors
         assert (turn, step) == (1, 1)
         assert isinstance(error, LlmError)
@@ -715,7 +630,7 @@ async def test_failed_stream_fails_the_turn_with_the_failure(reason: str) -> Non
 
 
 async def test_max_tokens_ends_the_turn_and_truncated_calls_do_not_run() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         ran: list[str] = []
 
         async def echo(args: Args, call: ToolCall) -> str:
@@ -735,16 +650,16 @@ async def test_max_tokens_ends_the_turn_and_truncated_calls_do_not_run() -> None
         agent = r.agent()
         await run(agent, "hi")
         assert ran == []
-        assert "tool/call" not in types(agent.session)
+        assert "tool/call" not in event_types(agent.session)
         assert ends(agent.session) == [{"kind": "max-tokens"}]
-        (answer,) = data_of(agent.session, "assistant/message")
+        (answer,) = event_data(agent.session, "assistant/message")
         assert Message.from_json(answer["message"]) == Message(
             "assistant", (TextBlock("I will call"),)
         )
 
 
 async def test_max_tokens_is_sticky_when_steering_continues_the_turn() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         streaming, go = anyio.Event(), anyio.Event()
         r.model.reply(
             [
@@ -763,16 +678,16 @@ async def test_max_tokens_is_sticky_when_steering_continues_the_turn() -> None:
         go.set()
         await agent.when_idle()
         assert len(r.model.requests) == 2
-        assert texts(r.model.requests[1]) == ["hi", "cut", "go on"]
+        assert message_texts(r.model.requests[1]) == ["hi", "cut", "go on"]
         assert ends(agent.session) == [{"kind": "max-tokens"}]
 
 
 async def test_chunks_are_logged_one_event_each() -> None:
-    async with rig() as r:
-        r.model.reply(text("abc"))
+    async with loop_rig() as r:
+        r.model.reply(text(*"abc", usage=(10, 3)))
         agent = r.agent()
         await run(agent, "hi")
-        chunks = [d["chunk"] for d in data_of(agent.session, "assistant/chunk")]
+        chunks = [d["chunk"] for d in event_data(agent.session, "assistant/chunk")]
         assert len(chunks) == 7
         assert [c["type"] for c in chunks] == [
             "block-start",
@@ -784,7 +699,7 @@ async def test_chunks_are_logged_one_event_each() -> None:
             "finish",
         ]
         assert "".join(c["text"] for c in chunks if c["type"] == "text-delta") == "abc"
-        assert {(d["turn"], d["step"]) for d in data_of(agent.session, "assistant/chunk")} == {
+        assert {(d["turn"], d["step"]) for d in event_data(agent.session, "assistant/chunk")} == {
             (1, 1)
         }
 
@@ -793,7 +708,7 @@ async def test_chunks_are_logged_one_event_each() -> None:
 
 
 async def test_steering_during_a_tool_call_lands_in_the_next_step() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         started, release = anyio.Event(), anyio.Event()
 
         async def slow(args: Args, call: ToolCall) -> str:
@@ -802,7 +717,7 @@ async def test_steering_during_a_tool_call_lands_in_the_next_step() -> None:
             return "slow result"
 
         r.tool("slow", slow)
-        r.model.reply(calls(("c1", "slow", {})), text("done"))
+        r.model.reply(tool_calls(tool_call("slow", id="c1")), text("done"))
         agent = r.agent()
         agent.send("go")
         await started.wait()
@@ -810,7 +725,7 @@ async def test_steering_during_a_tool_call_lands_in_the_next_step() -> None:
         release.set()
         await agent.when_idle()
         session = agent.session
-        kinds = [k for k in types(session) if k not in ("assistant/chunk", "request/header")]
+        kinds = [k for k in event_types(session) if k not in ("assistant/chunk", "request/header")]
         assert kinds == [
             "turn/start",
             "user/message",
@@ -825,41 +740,44 @@ async def test_steering_during_a_tool_call_lands_in_the_next_step() -> None:
             "step/end",
             "turn/end",
         ]
-        assert data_of(session, "user/message")[1]["step"] == 2
-        assert texts(r.model.requests[1])[-1] == "also this"
+        assert event_data(session, "user/message")[1]["step"] == 2
+        assert message_texts(r.model.requests[1])[-1] == "also this"
         assert len(ends(session)) == 1
 
 
 async def test_steering_from_inside_a_tool_comes_after_its_result() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         async def remind(args: Args, call: ToolCall) -> str:
             call.agent.steer("a reminder from the tool")
             return "reminded"
 
         r.tool("remind", remind)
-        r.model.reply(calls(("c1", "remind", {})), text("done"))
+        r.model.reply(tool_calls(tool_call("remind", id="c1")), text("done"))
         agent = r.agent()
         await run(agent, "go")
-        kinds = types(agent.session)
+        kinds = event_types(agent.session)
         assert kinds.index("tool/result") < kinds.index("user/message", 2)
         roles = [m.role for m in r.model.requests[1].messages]
         assert roles == ["user", "assistant", "tool", "user"]
 
 
 async def test_steering_while_idle_queues_a_turn_each() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         r.model.reply(text("one"), text("two"))
         agent = r.agent()
         agent.steer("first")
         agent.steer("second")
         await agent.when_idle()
-        assert [texts(q) for q in r.model.requests] == [["first"], ["first", "one", "second"]]
+        assert [message_texts(q) for q in r.model.requests] == [
+            ["first"],
+            ["first", "one", "second"],
+        ]
         assert [end["kind"] for end in ends(agent.session)] == ["completed", "completed"]
 
 
 async def test_steering_left_by_a_failed_turn_starts_the_next_turn() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         streaming, go = anyio.Event(), anyio.Event()
         r.model.reply([Mark(streaming), Wait(go), *failure("boom", "E")], text("ok"))
         agent = r.agent()
@@ -869,14 +787,14 @@ async def test_steering_left_by_a_failed_turn_starts_the_next_turn() -> None:
         go.set()
         await agent.when_idle()
         assert [end["kind"] for end in ends(agent.session)] == ["error", "completed"]
-        assert texts(r.model.requests[1]) == ["hi", "steered"]
+        assert message_texts(r.model.requests[1]) == ["hi", "steered"]
 
 
 # -- each queued message is its own turn; the driver survives everything -----------------
 
 
 async def test_each_queued_message_is_its_own_turn() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         r.model.reply(text("1"), text("2"), text("3"))
         agent = r.agent()
         await run(agent, "a", "b", "c")
@@ -888,24 +806,26 @@ async def test_each_queued_message_is_its_own_turn() -> None:
 
 
 async def test_fifty_queued_messages_run_as_fifty_turns_in_order() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         count = 50
         r.model.reply(*(text(f"answer {i}") for i in range(count)))
         agent = r.agent()
         await run(agent, *(f"message {i}" for i in range(count)))
         session = agent.session
-        assert [d["turn"] for d in data_of(session, "turn/start")] == list(range(1, count + 1))
-        assert [d["turn"] for d in data_of(session, "turn/end")] == list(range(1, count + 1))
+        assert [d["turn"] for d in event_data(session, "turn/start")] == list(range(1, count + 1))
+        assert [d["turn"] for d in event_data(session, "turn/end")] == list(range(1, count + 1))
         assert all(end == {"kind": "completed"} for end in ends(session))
-        assert [texts(q)[-1] for q in r.model.requests] == [f"message {i}" for i in range(count)]
+        assert [message_texts(q)[-1] for q in r.model.requests] == [
+            f"message {i}" for i in range(count)
+        ]
         assert len(session.derive_messages()) == 2 * count
         assert r.statuses == [("a", "running"), ("a", "idle")]
 
 
-def raise_on(kind: str) -> Callable[[Rig, LoopAgent], None]:
+def raise_on(kind: str) -> Callable[[LoopRig, LoopAgent], None]:
     """A session/event listener that raises once, on the first event of ``kind``."""
 
-    def install(r: Rig, agent: LoopAgent) -> None:
+    def install(r: LoopRig, agent: LoopAgent) -> None:
         armed = [True]
 
         def listener(session: Session, event: SessionEvent) -> None:
@@ -918,7 +838,7 @@ def raise_on(kind: str) -> Callable[[Rig, LoopAgent], None]:
     return install
 
 
-def raise_in_assemble(r: Rig, agent: LoopAgent) -> None:
+def raise_in_assemble(r: LoopRig, agent: LoopAgent) -> None:
     armed = [True]
 
     async def listener(
@@ -933,14 +853,14 @@ def raise_in_assemble(r: Rig, agent: LoopAgent) -> None:
     agent.ctx.on("system-prompt/assemble", listener)
 
 
-def raise_in_status(r: Rig, agent: LoopAgent) -> None:
+def raise_in_status(r: LoopRig, agent: LoopAgent) -> None:
     def listener(agent: LoopAgent, status: str) -> None:
         raise RuntimeError("status listener broke")
 
     r.root.on("agent/status", listener)
 
 
-def raise_in_error_listener(r: Rig, agent: LoopAgent) -> None:
+def raise_in_error_listener(r: LoopRig, agent: LoopAgent) -> None:
     raise_on("assistant/chunk")(r, agent)
 
     def listener(agent: LoopAgent, turn: int, step: int, error: BaseException) -> None:
@@ -963,9 +883,9 @@ def raise_in_error_listener(r: Rig, agent: LoopAgent) -> None:
     ],
 )
 async def test_nothing_a_turn_raises_stops_the_driver(
-    breakage: Callable[[Rig, LoopAgent], None], first: str, caplog: pytest.LogCaptureFixture
+    breakage: Callable[[LoopRig, LoopAgent], None], first: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         agent = r.agent()
         breakage(r, agent)
         r.model.reply(text("one"), text("two"))
@@ -983,7 +903,7 @@ async def test_nothing_a_turn_raises_stops_the_driver(
 async def test_a_failed_write_of_the_turn_end_is_logged_and_the_driver_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         agent = r.agent("writer")
         armed = [True]
 
@@ -1014,7 +934,7 @@ async def test_a_failed_write_of_the_turn_end_is_logged_and_the_driver_goes_on(
 
 
 async def test_agent_error_names_the_step_it_failed_in() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         agent = r.agent()
         raise_on("turn/start")(r, agent)
         raise_on("step/start")(r, agent)
@@ -1045,7 +965,7 @@ def partial_text(streamed: anyio.Event, never: anyio.Event) -> list[Chunk | Wait
 
 
 async def test_cancel_during_streaming_keeps_the_partial_answer() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         streamed, never = anyio.Event(), anyio.Event()
         r.model.reply(partial_text(streamed, never), text("ok"))
         agent = r.agent()
@@ -1064,7 +984,7 @@ async def test_cancel_during_streaming_keeps_the_partial_answer() -> None:
             agent.cancel()
         session = agent.session
         assert ends(session) == [{"kind": "aborted", "reason": "user"}]
-        (partial,) = data_of(session, "assistant/message")
+        (partial,) = event_data(session, "assistant/message")
         assert partial["interrupted"] is True
         assert Message.from_json(partial["message"]).text == "partial answer"
         assert boundaries(session) == ["turn/start", "step/start", "step/end", "turn/end"]
@@ -1072,11 +992,11 @@ async def test_cancel_during_streaming_keeps_the_partial_answer() -> None:
         assert r.statuses == [("a", "running"), ("a", "idle")]
         # The interrupted answer is part of the history the next turn sends.
         await run(agent, "again")
-        assert texts(r.model.requests[1]) == ["hi", "partial answer", "again"]
+        assert message_texts(r.model.requests[1]) == ["hi", "partial answer", "again"]
 
 
 async def test_cancel_before_any_text_logs_no_assistant_message() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         streaming, never = anyio.Event(), anyio.Event()
         r.model.reply([Mark(streaming), Wait(never)])
         agent = r.agent()
@@ -1085,13 +1005,13 @@ async def test_cancel_before_any_text_logs_no_assistant_message() -> None:
         await streaming.wait()
         agent.cancel()
         await agent.when_idle()
-        assert "assistant/message" not in types(agent.session)
+        assert "assistant/message" not in event_types(agent.session)
         assert ends(agent.session) == [{"kind": "aborted", "reason": "user"}]
         assert len(r.model.requests) == 1
 
 
 async def test_cancel_from_a_status_listener_aborts_the_turn_at_once() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         agent = r.agent()
 
         def cancel_on_running(agent: LoopAgent, status: str) -> None:
@@ -1100,13 +1020,13 @@ async def test_cancel_from_a_status_listener_aborts_the_turn_at_once() -> None:
 
         agent.ctx.on("agent/status", cancel_on_running)
         await run(agent, "hi")
-        assert types(agent.session) == ["turn/start", "turn/end"]
+        assert event_types(agent.session) == ["turn/start", "turn/end"]
         assert ends(agent.session) == [{"kind": "aborted", "reason": "user"}]
         assert r.model.requests == []
 
 
 async def test_idle_cancel_is_a_no_op() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         agent = r.agent()
         agent.cancel()
         assert agent.session.events == []
@@ -1122,7 +1042,7 @@ async def test_cancelling_a_queued_message_wakes_idle_waiters() -> None:
     # on asyncio): cancel() drops the message the driver has not picked up yet, and
     # the waiter must be released. On trio any order may happen; the waiter must be
     # released in every one of them.
-    async with rig() as r:
+    async with loop_rig() as r:
         r.model.reply(text("ok"))
         agent = r.agent()
         waiting, cancelling, released = anyio.Event(), anyio.Event(), anyio.Event()
@@ -1149,7 +1069,7 @@ async def test_cancelling_a_queued_message_wakes_idle_waiters() -> None:
 
 
 async def test_when_idle_serves_several_waiters() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         streamed, release = anyio.Event(), anyio.Event()
         r.model.reply([Mark(streamed), Wait(release), *text("ok")])
         agent = r.agent()
@@ -1172,7 +1092,7 @@ async def test_when_idle_serves_several_waiters() -> None:
 
 
 async def test_an_agent_can_dispose_itself_from_its_own_tool() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         gone = anyio.Event()
         finished: list[str] = []
 
@@ -1188,19 +1108,19 @@ async def test_an_agent_can_dispose_itself_from_its_own_tool() -> None:
 
         r.root.on("agent/disposed", on_disposed)
         r.tool("leave", leave)
-        r.model.reply(calls(("c1", "leave", {})))
+        r.model.reply(tool_calls(tool_call("leave", id="c1")))
         agent = r.agent()
         agent.send("please leave")
         await gone.wait()
         assert finished == ["returned from dispose"]
         assert ends(agent.session) == [{"kind": "aborted", "reason": "disposed"}]
-        (result,) = data_of(agent.session, "tool/result")
+        (result,) = event_data(agent.session, "tool/result")
         assert result["code"] == "ABORTED"
         assert r.root.agents.list() == []
 
 
 async def test_dispose_mid_turn_aborts_with_reason_disposed() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         streamed, never = anyio.Event(), anyio.Event()
         r.model.reply(partial_text(streamed, never))
         agent = r.agent()
@@ -1236,7 +1156,7 @@ async def test_dispose_mid_turn_aborts_with_reason_disposed() -> None:
 
 
 async def test_disposing_the_owner_mid_turn_aborts_with_reason_disposed() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         streamed, never = anyio.Event(), anyio.Event()
         r.model.reply(partial_text(streamed, never))
         made: list[LoopAgent] = []
@@ -1267,7 +1187,7 @@ async def test_disposing_the_owner_mid_turn_aborts_with_reason_disposed() -> Non
 
 
 async def test_unloading_the_loop_disposes_every_agent_it_made() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         made: list[LoopAgent] = []
 
         def owner(ctx: Context, config: None) -> None:
@@ -1317,7 +1237,7 @@ class Gates:
         self.event(self.finished, name).set()
         return f"result {name}"
 
-    def watch_results(self, r: Rig) -> None:
+    def watch_results(self, r: LoopRig) -> None:
         def listener(session: Session, event: SessionEvent) -> None:
             if event.type == "tool/result":
                 self.record.append(f"committed {event.data['call_id']}")
@@ -1325,12 +1245,17 @@ class Gates:
         r.root.on("session/event", listener)
 
 
+def gate_calls(*names: str) -> Reply:
+    """A reply calling the ``gate`` tool once per name (the name is its id and text)."""
+    return tool_calls(*(tool_call("gate", {"text": name}, id=name) for name in names))
+
+
 async def test_tool_calls_run_concurrently_and_commit_in_model_order() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         gates = Gates()
         r.tool("gate", gates.tool)
         gates.watch_results(r)
-        r.model.reply(calls(("A", "gate", {"text": "A"}), ("B", "gate", {"text": "B"})), text("ok"))
+        r.model.reply(gate_calls("A", "B"), text("ok"))
         agent = r.agent()
         agent.send("go")
         # Both calls started while neither has finished: they run concurrently.
@@ -1340,11 +1265,11 @@ async def test_tool_calls_run_concurrently_and_commit_in_model_order() -> None:
         # B finishes first, but its result waits for A's.
         gates.event(gates.release, "B").set()
         await gates.event(gates.finished, "B").wait()
-        assert data_of(agent.session, "tool/result") == []
+        assert event_data(agent.session, "tool/result") == []
         gates.event(gates.release, "A").set()
         await agent.when_idle()
         assert gates.record[2:] == ["end B", "end A", "committed A", "committed B"]
-        results = data_of(agent.session, "tool/result")
+        results = event_data(agent.session, "tool/result")
         assert [(d["call_id"], d["content"]) for d in results] == [
             ("A", "result A"),
             ("B", "result B"),
@@ -1357,11 +1282,11 @@ async def test_tool_calls_run_concurrently_and_commit_in_model_order() -> None:
 
 
 async def test_a_result_is_committed_as_soon_as_those_before_it_are() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         gates = Gates()
         r.tool("gate", gates.tool)
         gates.watch_results(r)
-        r.model.reply(calls(("A", "gate", {"text": "A"}), ("B", "gate", {"text": "B"})), text("ok"))
+        r.model.reply(gate_calls("A", "B"), text("ok"))
         agent = r.agent()
         agent.send("go")
         await gates.event(gates.started, "B").wait()
@@ -1373,11 +1298,11 @@ async def test_a_result_is_committed_as_soon_as_those_before_it_are() -> None:
 
 
 async def test_three_calls_start_together() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         gates = Gates()
         r.tool("gate", gates.tool)
         names = ["x", "y", "z"]
-        r.model.reply(calls(*((n, "gate", {"text": n}) for n in names)), text("ok"))
+        r.model.reply(gate_calls(*names), text("ok"))
         agent = r.agent()
         agent.send("go")
         for name in names:
@@ -1386,11 +1311,11 @@ async def test_three_calls_start_together() -> None:
         for name in names:
             gates.event(gates.release, name).set()
         await agent.when_idle()
-        assert [d["call_id"] for d in data_of(agent.session, "tool/result")] == names
+        assert [d["call_id"] for d in event_data(agent.session, "tool/result")] == names
 
 
 async def test_a_cap_of_one_runs_calls_one_after_another() -> None:
-    async with rig(max_parallel=1) as r:
+    async with loop_rig(max_parallel=1) as r:
         record: list[str] = []
 
         async def step(args: Args, call: ToolCall) -> str:
@@ -1400,20 +1325,25 @@ async def test_a_cap_of_one_runs_calls_one_after_another() -> None:
             return args.text
 
         r.tool("step", step)
-        r.model.reply(calls(("A", "step", {"text": "A"}), ("B", "step", {"text": "B"})), text("ok"))
+        r.model.reply(
+            tool_calls(
+                tool_call("step", {"text": "A"}, id="A"), tool_call("step", {"text": "B"}, id="B")
+            ),
+            text("ok"),
+        )
         await run(r.agent(), "go")
         assert record == ["start A", "end A", "start B", "end B"]
 
 
 async def test_cancel_mid_tool_gives_every_call_an_aborted_result() -> None:
-    async with rig(max_parallel=2) as r:
+    async with loop_rig(max_parallel=2) as r:
         gates = Gates()
         r.tool("gate", gates.tool)
         r.model.reply(
-            calls(
-                ("c1", "gate", {"text": "1"}),
-                ("c2", "gate", {"text": "2"}),
-                ("c3", "gate", {"text": "3"}),
+            tool_calls(
+                tool_call("gate", {"text": "1"}, id="c1"),
+                tool_call("gate", {"text": "2"}, id="c2"),
+                tool_call("gate", {"text": "3"}, id="c3"),
             ),
             text("ok"),
         )
@@ -1424,7 +1354,7 @@ async def test_cancel_mid_tool_gives_every_call_an_aborted_result() -> None:
         agent.cancel()
         await agent.when_idle()
         assert "start 3" not in gates.record
-        results = data_of(agent.session, "tool/result")
+        results = event_data(agent.session, "tool/result")
         assert [(d["call_id"], d["content"], d["is_error"], d["code"]) for d in results] == [
             ("c1", ABORTED.content, True, "ABORTED"),
             ("c2", ABORTED.content, True, "ABORTED"),
@@ -1438,10 +1368,10 @@ async def test_cancel_mid_tool_gives_every_call_an_aborted_result() -> None:
 
 
 async def test_a_finished_call_keeps_its_result_when_the_turn_is_cancelled() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         gates = Gates()
         r.tool("gate", gates.tool)
-        r.model.reply(calls(("A", "gate", {"text": "A"}), ("B", "gate", {"text": "B"})))
+        r.model.reply(gate_calls("A", "B"))
         agent = r.agent()
         agent.send("go")
         await gates.event(gates.started, "A").wait()
@@ -1450,12 +1380,12 @@ async def test_a_finished_call_keeps_its_result_when_the_turn_is_cancelled() -> 
         await gates.event(gates.finished, "B").wait()
         agent.cancel()
         await agent.when_idle()
-        results = data_of(agent.session, "tool/result")
+        results = event_data(agent.session, "tool/result")
         assert [(d["call_id"], d.get("code")) for d in results] == [("A", "ABORTED"), ("B", None)]
 
 
 async def test_a_tool_that_cancels_its_own_call_gets_an_aborted_result() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         async def quitter(args: Args, call: ToolCall) -> str:
             assert call.cancel_scope is not None
@@ -1464,25 +1394,27 @@ async def test_a_tool_that_cancels_its_own_call_gets_an_aborted_result() -> None
             return "unreachable"
 
         r.tool("quitter", quitter)
-        r.model.reply(calls(("c1", "quitter", {})), text("ok"))
+        r.model.reply(tool_calls(tool_call("quitter", id="c1")), text("ok"))
         agent = r.agent()
         await run(agent, "go")
-        (result,) = data_of(agent.session, "tool/result")
+        (result,) = event_data(agent.session, "tool/result")
         assert result["code"] == "ABORTED"
         assert ends(agent.session) == [{"kind": "completed"}]
 
 
 async def test_tool_errors_become_results_and_the_turn_goes_on() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         async def broken(args: Args, call: ToolCall) -> str:
             raise ValueError("disk on fire")
 
         r.tool("broken", broken)
-        r.model.reply(calls(("c1", "broken", {}), ("c2", "missing", {})), text("ok"))
+        r.model.reply(
+            tool_calls(tool_call("broken", id="c1"), tool_call("missing", id="c2")), text("ok")
+        )
         agent = r.agent()
         await run(agent, "go")
-        results = data_of(agent.session, "tool/result")
+        results = event_data(agent.session, "tool/result")
         assert [(d["content"], d["code"]) for d in results] == [
             ("Error: disk on fire", "TOOL_ERROR"),
             ('unknown tool "missing"', "UNKNOWN_TOOL"),
@@ -1491,14 +1423,16 @@ async def test_tool_errors_become_results_and_the_turn_goes_on() -> None:
 
 
 async def test_a_failure_while_recording_a_result_fails_the_turn_with_its_own_message() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
 
         async def fine(args: Args, call: ToolCall) -> str:
             return "fine"
 
         r.tool("fine", fine)
         raise_on("tool/result")(r, r.agent("unused"))
-        r.model.reply(calls(("c1", "fine", {}), ("c2", "fine", {})), text("ok"))
+        r.model.reply(
+            tool_calls(tool_call("fine", id="c1"), tool_call("fine", id="c2")), text("ok")
+        )
         agent = r.agent()
         await run(agent, "go")
         assert ends(agent.session)[0] == {
@@ -1507,14 +1441,14 @@ async def test_a_failure_while_recording_a_result_fails_the_turn_with_its_own_me
             "code": "UNKNOWN",
         }
         # Both results are recorded all the same (the first one raised after it was).
-        assert [d["call_id"] for d in data_of(agent.session, "tool/result")] == ["c1", "c2"]
+        assert [d["call_id"] for d in event_data(agent.session, "tool/result")] == ["c1", "c2"]
 
 
 # -- tool order in the request (66) -------------------------------------------------------
 
 
 async def tools_seen(tool_order: list[str] | None) -> tuple[list[str], list[str], Session]:
-    async with rig(tool_order=tool_order) as r:
+    async with loop_rig(tool_order=tool_order) as r:
 
         async def noop(args: Args, call: ToolCall) -> str:
             return ""
@@ -1525,7 +1459,9 @@ async def tools_seen(tool_order: list[str] | None) -> tuple[list[str], list[str]
         agent = r.agent()
         await run(agent, "hi")
         sent = [tool.name for q in r.model.requests for tool in q.tools]
-        logged = [n for d in data_of(agent.session, "request/header") for n in d["header"]["tools"]]
+        logged = [
+            n for d in event_data(agent.session, "request/header") for n in d["header"]["tools"]
+        ]
         return sent, logged, agent.session
 
 
@@ -1549,7 +1485,7 @@ async def test_an_unknown_name_in_tool_order_fails_the_turn_before_any_request()
 
 
 async def test_the_request_header_is_logged_again_when_it_changes() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         r.model.reply(text("one"), text("two"), text("three"))
         agent = r.agent()
         await run(agent, "a", "b")
@@ -1559,7 +1495,7 @@ async def test_the_request_header_is_logged_again_when_it_changes() -> None:
 
         r.tool("noop", noop)
         await run(agent, "c")
-        headers = data_of(agent.session, "request/header")
+        headers = event_data(agent.session, "request/header")
         assert [(d["turn"], d["header"]["tools"]) for d in headers] == [(1, []), (3, ["noop"])]
 
 
@@ -1567,17 +1503,17 @@ async def test_the_request_header_is_logged_again_when_it_changes() -> None:
 
 
 async def test_max_tokens_reaches_the_request() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         r.model.reply(text("ok"))
         agent = r.agent(max_tokens=256)
         await run(agent, "hi")
         assert r.model.requests[0].max_tokens == 256
-        assert data_of(agent.session, "request/header")[0]["header"]["max_tokens"] == 256
+        assert event_data(agent.session, "request/header")[0]["header"]["max_tokens"] == 256
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, float("nan"), True, "256"])
 async def test_bad_max_tokens_is_refused_and_leaves_nothing(bad: object) -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         with pytest.raises(AgentArgumentError, match="max_tokens must be a positive integer"):
             r.agent(max_tokens=bad)
         assert r.root.agents.list() == []
@@ -1585,7 +1521,7 @@ async def test_bad_max_tokens_is_refused_and_leaves_nothing(bad: object) -> None
 
 
 async def test_create_arguments_are_checked() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         with pytest.raises(AgentArgumentError, match="non-empty string"):
             r.agent("")
         existing = r.root.sessions.create()
@@ -1598,7 +1534,7 @@ async def test_create_arguments_are_checked() -> None:
 
 
 async def test_generated_ids_skip_taken_ones() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         first = r.root.agents.create(model="mock")
         r.agent("agent-2")
         third = r.root.agents.create(model="mock")
@@ -1606,7 +1542,7 @@ async def test_generated_ids_skip_taken_ones() -> None:
 
 
 async def test_a_vetoed_registration_leaves_nothing_behind() -> None:
-    async with rig(persona="Global.") as r:
+    async with loop_rig(persona="Global.") as r:
         armed = [True]
 
         def veto(agent: LoopAgent) -> None:
@@ -1628,7 +1564,7 @@ async def test_a_vetoed_registration_leaves_nothing_behind() -> None:
 
 
 async def test_messages_must_be_text_or_messages() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         agent = r.agent()
         with pytest.raises(AgentTypeError, match="got int"):
             agent.send(42)  # type: ignore[arg-type]
@@ -1639,11 +1575,11 @@ async def test_messages_must_be_text_or_messages() -> None:
         agent.send(Message.user("a message object"))
         r.model.reply(text("ok"))
         await agent.when_idle()
-        assert texts(r.model.requests[1])[-1] == "a message object"
+        assert message_texts(r.model.requests[1])[-1] == "a message object"
 
 
 async def test_an_agent_on_an_existing_session_continues_its_turns() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         session = r.root.sessions.create(id="kept", cwd="/work")
         r.model.reply(text("one"), text("two"))
         agent = r.agent("first", session=session)
@@ -1654,8 +1590,8 @@ async def test_an_agent_on_an_existing_session_continues_its_turns() -> None:
         assert r.root.sessions.get("kept") is session
         again = r.agent("second", session=session)
         await run(again, "and again")
-        assert [d["turn"] for d in data_of(session, "turn/start")] == [1, 2]
-        assert texts(r.model.requests[1]) == ["hi", "one", "and again"]
+        assert [d["turn"] for d in event_data(session, "turn/start")] == [1, 2]
+        assert message_texts(r.model.requests[1]) == ["hi", "one", "and again"]
         assert repr(again) == "<LoopAgent 'second' idle>"
 
 
@@ -1663,8 +1599,8 @@ async def test_agents_declared_in_the_config() -> None:
     async with Context() as root:
         for part in (SystemPrompt, Llm, Sessions, AgentRegistry, Tools):
             await root.plugin(part)
-        model = ScriptedModel()
-        root.llm.register_adapter(["mock"], model)
+        model = ScriptedModel(models=["mock"])
+        model.install(root)
         config = {
             "agents": [
                 {"id": "cfg", "model": "mock", "persona": "On {{model}} in {{cwd}}."}
@@ -1694,20 +1630,20 @@ async def test_agents_declared_in_the_config() -> None:
     ],
 )
 async def test_bad_loop_config_fails_the_plugin(config: dict[str, Any], problem: str) -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         await r.loop.dispose()
         with pytest.raises(ConfigError, match=problem):
             await r.root.plugin(AgentLoop, config)
 
 
 async def test_one_factory_at_a_time() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         with pytest.raises(AgentError, match="an agent factory is already registered"):
             await r.root.plugin(AgentLoop)
 
 
 async def test_prompt_variables_without_an_agent_are_none() -> None:
-    async with rig() as r:
+    async with loop_rig() as r:
         assembly = await r.root.system_prompt.assemble()
         assert assembly.variables == {"model": None, "cwd": None}
         agent = r.agent(cwd="/here")

@@ -9,26 +9,13 @@ from typing import Any
 import pytest
 
 import dsh
+from dsh.testing import ScriptedModel
 from dsh_agent import AgentArgumentError, AgentError
 from dsh_agent_core import AgentCore
-from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, LlmRequest, TextDelta
 from dsh_session import Session, SessionEvent, SessionHeader
+from tests.support import event_types
 
 pytestmark = pytest.mark.anyio
-
-
-class Echo:
-    """Answers every request with the number of messages it was sent."""
-
-    def __init__(self) -> None:
-        self.requests: list[LlmRequest] = []
-
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        self.requests.append(request)
-        yield BlockStart(0, "text")
-        yield TextDelta(0, f"{len(request.messages)} messages")
-        yield BlockEnd(0)
-        yield Finish("stop")
 
 
 class Store:
@@ -53,12 +40,16 @@ class Store:
 
 
 @asynccontextmanager
-async def runtime(store: Store, **core: Any) -> AsyncIterator[tuple[dsh.Context, Echo]]:
+async def runtime(store: Store, **core: Any) -> AsyncIterator[tuple[dsh.Context, ScriptedModel]]:
+    """agent-core on a model answering each request with the number of messages it
+    was sent, persisted to ``store``."""
     async with dsh.Context() as root:
-        model = Echo()
+        model = ScriptedModel(
+            respond=lambda request: f"{len(request.messages)} messages", models=["echo"]
+        )
         config = {"model": "echo", **core}
         await root.plugin(AgentCore, config)
-        root.llm.register_adapter(["echo"], model)
+        model.install(root)
         await root.plugin(store.plugin)
         yield root, model
 
@@ -77,10 +68,6 @@ def crash_in_turn_two(store: Store, session_id: str) -> None:
     """Leave the stored log after turn 2's start, as a crash would."""
     events = store.events[session_id]
     events.append(SessionEvent(len(events), "turn/start", 0.0, {"turn": 2}))
-
-
-def kinds(session: Session) -> list[str]:
-    return [e.type for e in session.events]
 
 
 async def test_a_declared_agent_continues_its_session_with_model_and_persona() -> None:
@@ -111,7 +98,7 @@ async def test_a_turn_left_open_is_closed_as_interrupted_and_persisted() -> None
     async with runtime(store) as (root, _):
         resumed = await root.agents.resume(sid, "main")
         assert resumed.session.turn_end(2) == {"kind": "interrupted"}
-        assert kinds(resumed.session)[-2:] == ["turn/start", "turn/end"]
+        assert event_types(resumed.session)[-2:] == ["turn/start", "turn/end"]
         assert store.events[sid][-1].type == "turn/end"
 
 

@@ -14,7 +14,6 @@ import pytest
 
 from dsh import DshError
 from dsh_llm import (
-    AssembledMessage,
     AssemblyError,
     BlockAssembler,
     BlockEnd,
@@ -33,13 +32,7 @@ from dsh_llm import (
     Usage,
     UsageChunk,
 )
-
-
-def assemble(chunks: Iterable[Chunk]) -> AssembledMessage:
-    assembler = BlockAssembler()
-    for chunk in chunks:
-        assembler.push(chunk)
-    return assembler.result()
+from tests.plugins.llm.llm_support import assemble
 
 
 def content(chunks: Iterable[Chunk]) -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ import pytest
 import dsh
 import dsh_llm
 from dsh import ConfigError, Context, DshError
+from dsh.testing import ScriptedModel
 from dsh_llm import (
     AdapterRegistrationError,
     AdapterTypeError,
@@ -30,26 +31,25 @@ from dsh_llm import (
     LlmFailure,
     LlmRequest,
     LlmRequestError,
-    Message,
     TextDelta,
     Usage,
     UsageChunk,
 )
+from tests.plugins.llm.llm_support import collect, request
 
 pytestmark = pytest.mark.anyio
 
 
-class Script:
-    """An adapter that records its requests and plays fixed chunks, then maybe raises."""
+class Closing:
+    """An adapter that plays ``chunks``, then raises ``error`` (if any), and notes when
+    its stream is closed (the plain scripted model serves every other test)."""
 
-    def __init__(self, chunks: Sequence[Chunk] = (), error: BaseException | None = None) -> None:
+    def __init__(self, chunks: Sequence[Chunk], error: BaseException | None = None) -> None:
         self.chunks = list(chunks)
         self.error = error
-        self.requests: list[LlmRequest] = []
         self.closed = False
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        self.requests.append(request)
         try:
             for chunk in self.chunks:
                 yield chunk
@@ -59,23 +59,14 @@ class Script:
             self.closed = True
 
 
-def answer(text: str) -> list[Chunk]:
+def answer_chunks(text: str) -> list[Chunk]:
     return [TextDelta(0, text), UsageChunk(Usage(1, 1)), Finish("stop")]
 
 
-def request(model: str = "m", **fields: Any) -> LlmRequest:
-    return LlmRequest(model=model, messages=(Message.user("hi"),), **fields)
-
-
-async def start(root: Context) -> Llm:
+async def start_llm(root: Context) -> Llm:
     await root.plugin(Llm)
     llm: Llm = root.llm
     return llm
-
-
-async def collect(llm: Llm, req: LlmRequest) -> list[Chunk]:
-    async with aclosing(llm.stream(req)) as chunks:
-        return [chunk async for chunk in chunks]
 
 
 def changes(root: Context) -> list[list[str]]:
@@ -93,7 +84,7 @@ async def test_the_package_plugin_is_the_service() -> None:
     assert Llm.key == "llm"
     assert Llm.Config is LlmConfig
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         assert llm.models() == []
 
 
@@ -112,14 +103,14 @@ async def test_the_plugin_takes_no_config() -> None:
 
 async def test_register_routes_models_and_returns_the_exact_disposer() -> None:
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         seen = changes(root)
-        adapter = Script(answer("a"))
+        adapter = ScriptedModel(answer_chunks("a"))
         d = llm.register_adapter(["zeta", "alpha"], adapter)
         assert type(d) is dsh.Disposer
         assert llm.models() == ["alpha", "zeta"]
         assert seen == [["alpha", "zeta"]]
-        assert await collect(llm, request("zeta")) == answer("a")
+        assert await collect(llm, request("zeta")) == answer_chunks("a")
         await d()
         assert llm.models() == []
         assert seen == [["alpha", "zeta"], []]
@@ -129,8 +120,8 @@ async def test_register_routes_models_and_returns_the_exact_disposer() -> None:
 
 async def test_a_single_string_serves_one_model() -> None:
     async with Context() as root:
-        llm = await start(root)
-        llm.register_adapter("solo", Script())
+        llm = await start_llm(root)
+        llm.register_adapter("solo", ScriptedModel())
         assert llm.models() == ["solo"]
 
 
@@ -140,7 +131,7 @@ async def test_a_composite_adopts_the_disposer_and_undoes_lifo() -> None:
 
     def adapter_plugin(ctx: Context, config: None) -> None:
         def wiring() -> Iterator[Callable[[], object]]:
-            d = ctx.llm.register_adapter(["m"], Script())
+            d = ctx.llm.register_adapter(["m"], ScriptedModel())
             captured.append(d)
             yield d
             yield lambda: log.append("undone after the adapter was registered")
@@ -148,7 +139,7 @@ async def test_a_composite_adopts_the_disposer_and_undoes_lifo() -> None:
         ctx.effect(wiring)
 
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         root.on("llm/adapters-change", lambda: log.append(("change", llm.models())))
         fiber = root.plugin(adapter_plugin)
         await fiber
@@ -183,11 +174,11 @@ async def test_registration_is_all_or_nothing(
     models: list[Any], error: type[Exception], message: str
 ) -> None:
     async with Context() as root:
-        llm = await start(root)
-        llm.register_adapter(["taken"], Script())
+        llm = await start_llm(root)
+        llm.register_adapter(["taken"], ScriptedModel())
         seen = changes(root)
         with pytest.raises(error) as caught:
-            llm.register_adapter(models, Script())
+            llm.register_adapter(models, ScriptedModel())
         assert str(caught.value).startswith(message)
         assert type(caught.value) is error
         assert llm.models() == ["taken"]
@@ -199,7 +190,7 @@ async def test_an_adapter_without_stream_is_a_type_error() -> None:
         stream = "not callable"
 
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         for bad in (object(), NoStream()):
             with pytest.raises(AdapterTypeError, match=r"has no stream\(request\) method"):
                 llm.register_adapter(["m"], bad)  # type: ignore[arg-type]  # the point
@@ -221,7 +212,7 @@ def test_registration_error_classes() -> None:
 
 async def test_a_change_listener_that_raises_rolls_the_registration_back() -> None:
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         calls: list[int] = []
 
         def veto() -> None:
@@ -231,22 +222,22 @@ async def test_a_change_listener_that_raises_rolls_the_registration_back() -> No
 
         root.on("llm/adapters-change", veto)
         with pytest.raises(RuntimeError, match="vetoed"):
-            llm.register_adapter(["m"], Script())
+            llm.register_adapter(["m"], ScriptedModel())
         await root.settle()
         assert llm.models() == []
         assert len(calls) == 2  # the registration, then its rollback
-        llm.register_adapter(["m"], Script())  # the name is free again
+        llm.register_adapter(["m"], ScriptedModel())  # the name is free again
         assert llm.models() == ["m"]
 
 
 async def test_a_model_is_free_again_after_its_adapter_is_removed() -> None:
     async with Context() as root:
-        llm = await start(root)
-        first = Script(answer("first"))
-        second = Script(answer("second"))
+        llm = await start_llm(root)
+        first = ScriptedModel(answer_chunks("first"))
+        second = ScriptedModel(answer_chunks("second"))
         await llm.register_adapter(["m", "n"], first)()
         llm.register_adapter(["m"], second)
-        assert await collect(llm, request("m")) == answer("second")
+        assert await collect(llm, request("m")) == answer_chunks("second")
         assert first.requests == []
 
 
@@ -255,11 +246,11 @@ async def test_mounting_and_disposing_an_adapter_plugin_restores_the_registry() 
         inject = ("llm",)
 
         def setup(self) -> Iterator[dsh.Disposer]:
-            yield self.ctx.llm.register_adapter(["p1", "p2"], Script())
+            yield self.ctx.llm.register_adapter(["p1", "p2"], ScriptedModel())
 
     async with Context() as root:
-        llm = await start(root)
-        llm.register_adapter(["base"], Script())
+        llm = await start_llm(root)
+        llm.register_adapter(["base"], ScriptedModel())
         before = dict(llm._routes)
         seen = changes(root)
         fiber = root.plugin(AdapterPlugin)
@@ -275,28 +266,28 @@ async def test_mounting_and_disposing_an_adapter_plugin_restores_the_registry() 
 
 async def test_stream_routes_by_model() -> None:
     async with Context() as root:
-        llm = await start(root)
-        one, two = Script(answer("one")), Script(answer("two"))
+        llm = await start_llm(root)
+        one, two = ScriptedModel(answer_chunks("one")), ScriptedModel(answer_chunks("two"))
         llm.register_adapter(["a"], one)
         llm.register_adapter(["b", "c"], two)
         req = request("c", system="sys", turn=2, step=3)
-        assert await collect(llm, req) == answer("two")
-        assert await collect(llm, request("a")) == answer("one")
+        assert await collect(llm, req) == answer_chunks("two")
+        assert await collect(llm, request("a")) == answer_chunks("one")
         assert two.requests == [req]
         assert [r.model for r in one.requests] == ["a"]
 
 
 async def test_an_unknown_model_is_one_no_adapter_finish() -> None:
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         assert await collect(llm, request("ghost")) == [
             Finish(
                 "error",
                 LlmFailure('no adapter serves model "ghost"; known models: (none)', "NO_ADAPTER"),
             )
         ]
-        llm.register_adapter(["b"], Script())
-        llm.register_adapter(["a"], Script())
+        llm.register_adapter(["b"], ScriptedModel())
+        llm.register_adapter(["a"], ScriptedModel())
         [finish] = await collect(llm, request("ghost"))
         assert isinstance(finish, Finish)
         assert finish.failure == LlmFailure(
@@ -327,8 +318,8 @@ async def test_an_adapter_raising_mid_stream_ends_with_one_error_finish(
     error: Exception, failure: LlmFailure
 ) -> None:
     async with Context() as root:
-        llm = await start(root)
-        adapter = Script([TextDelta(0, "par"), TextDelta(0, "tial")], error)
+        llm = await start_llm(root)
+        adapter = Closing([TextDelta(0, "par"), TextDelta(0, "tial")], error)
         llm.register_adapter(["m"], adapter)
         assert await collect(llm, request()) == [
             TextDelta(0, "par"),
@@ -344,7 +335,7 @@ async def test_an_adapter_whose_stream_call_raises() -> None:
             raise RuntimeError("cannot connect")
 
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         llm.register_adapter(["m"], Broken())
         assert await collect(llm, request()) == [
             Finish("error", LlmFailure("model call failed: cannot connect", "ADAPTER_ERROR"))
@@ -364,7 +355,7 @@ async def test_cancellation_propagates_and_is_not_a_finish() -> None:
                 self.cleaned = True
 
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         adapter = Hang()
         llm.register_adapter(["m"], adapter)
         got: list[Chunk] = []
@@ -380,8 +371,8 @@ async def test_cancellation_propagates_and_is_not_a_finish() -> None:
 
 async def test_closing_the_stream_early_closes_the_adapter_stream() -> None:
     async with Context() as root:
-        llm = await start(root)
-        adapter = Script(answer("long"))
+        llm = await start_llm(root)
+        adapter = Closing(answer_chunks("long"))
         llm.register_adapter(["m"], adapter)
         async with aclosing(llm.stream(request())) as chunks:
             async for chunk in chunks:
@@ -406,12 +397,12 @@ async def test_an_adapter_stream_without_aclose_is_fine() -> None:
 
     class Plain:
         def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-            return Iter(answer("plain"))
+            return Iter(answer_chunks("plain"))
 
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         llm.register_adapter(["m"], Plain())
-        assert await collect(llm, request()) == answer("plain")
+        assert await collect(llm, request()) == answer_chunks("plain")
         async with aclosing(llm.stream(request())) as chunks:
             async for _ in chunks:
                 break
@@ -422,8 +413,11 @@ async def test_an_adapter_stream_without_aclose_is_fine() -> None:
 
 async def test_the_request_waterfall_replaces_the_request_and_reroutes() -> None:
     async with Context() as root:
-        llm = await start(root)
-        original, other = Script(answer("orig")), Script(answer("other"))
+        llm = await start_llm(root)
+        original, other = (
+            ScriptedModel(answer_chunks("orig")),
+            ScriptedModel(answer_chunks("other")),
+        )
         llm.register_adapter(["m"], original)
         llm.register_adapter(["other"], other)
         seen: list[LlmRequest] = []
@@ -436,7 +430,7 @@ async def test_the_request_waterfall_replaces_the_request_and_reroutes() -> None
 
         root.on("llm/request", reroute)
         req = request("m")
-        assert await collect(llm, req) == answer("other")
+        assert await collect(llm, req) == answer_chunks("other")
         assert seen == [req]
         assert original.requests == []
         assert other.requests == [dataclasses.replace(req, model="other", system="rewritten")]
@@ -444,8 +438,8 @@ async def test_the_request_waterfall_replaces_the_request_and_reroutes() -> None
 
 async def test_a_waterfall_reroute_to_an_unknown_model_names_it() -> None:
     async with Context() as root:
-        llm = await start(root)
-        llm.register_adapter(["m"], Script())
+        llm = await start_llm(root)
+        llm.register_adapter(["m"], ScriptedModel())
         root.on("llm/request", lambda req, call_next: dataclasses.replace(req, model="nope"))
         [finish] = await collect(llm, request("m"))
         assert isinstance(finish, Finish)
@@ -455,8 +449,8 @@ async def test_a_waterfall_reroute_to_an_unknown_model_names_it() -> None:
 
 async def test_the_waterfall_listener_errors_propagate() -> None:
     async with Context() as root:
-        llm = await start(root)
-        llm.register_adapter(["m"], Script())
+        llm = await start_llm(root)
+        llm.register_adapter(["m"], ScriptedModel())
 
         def refuse(req: LlmRequest, call_next: Any) -> LlmRequest:
             raise PermissionError("blocked by policy")
@@ -468,7 +462,7 @@ async def test_the_waterfall_listener_errors_propagate() -> None:
 
 async def test_a_waterfall_returning_something_else_is_an_error() -> None:
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         root.on("llm/request", lambda req, call_next: {"model": "m"})
         with pytest.raises(
             LlmRequestError,
@@ -479,7 +473,7 @@ async def test_a_waterfall_returning_something_else_is_an_error() -> None:
 
 async def test_stream_refuses_a_non_request() -> None:
     async with Context() as root:
-        llm = await start(root)
+        llm = await start_llm(root)
         bad: Any = {"model": "m"}
         with pytest.raises(
             LlmRequestError, match=r"llm\.stream needs a dsh_llm\.LlmRequest, got dict"

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from contextlib import aclosing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from dsh import Context, load_deployment
+from dsh.testing import write_deployment
 from dsh_llm import (
     BlockAssembler,
     Finish,
@@ -20,6 +21,7 @@ from dsh_llm import (
     ToolCallBlock,
     Usage,
 )
+from tests.support import event_data
 
 if TYPE_CHECKING:
     from tests.plugins.llm_openai.conftest import LoopbackServer
@@ -115,10 +117,6 @@ DEPLOYMENT = """
 """
 
 
-def _events(session: Any, kind: str) -> list[Any]:
-    return [event.data for event in session.events if event.type == kind]
-
-
 async def test_a_yaml_deployment_completes_a_turn_with_a_tool_call(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
@@ -139,22 +137,24 @@ async def test_a_yaml_deployment_completes_a_turn_with_a_tool_call(
         "[DONE]",
     )
     (tmp_path / "shout_tool.py").write_text(TOOL_PLUGIN)
-    (tmp_path / "dsh.yml").write_text(DEPLOYMENT)
+    path = write_deployment(tmp_path, DEPLOYMENT)
     environ = {"TEST_KEY": "sk-from-env", "TEST_BASE_URL": server.url}
     async with Context() as root:
-        deployment = await load_deployment(tmp_path / "dsh.yml", root, environ=environ)
+        deployment = await load_deployment(path, root, environ=environ)
         agent = root.agents.get("main")
         assert agent is not None
         agent.send("shout hello")
         await agent.when_idle()
         session = agent.session
         assert session.turn_end(1) == {"kind": "completed"}
-        messages = [Message.from_json(m["message"]) for m in _events(session, "assistant/message")]
+        messages = [
+            Message.from_json(m["message"]) for m in event_data(session, "assistant/message")
+        ]
         assert messages[0].tool_calls == [ToolCallBlock("call_shout", "shout", '{"text": "hello"}')]
         assert messages[1].text == "The tool said HELLO."
-        (result,) = _events(session, "tool/result")
+        (result,) = event_data(session, "tool/result")
         assert result["content"] == "HELLO"
-        assert _events(session, "assistant/message")[1]["usage"] == {
+        assert event_data(session, "assistant/message")[1]["usage"] == {
             "input_tokens": 30,
             "output_tokens": 5,
             "cache_read_tokens": 200,

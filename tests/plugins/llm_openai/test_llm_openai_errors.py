@@ -15,7 +15,6 @@ from dsh_llm import (
     BlockStart,
     Chunk,
     Finish,
-    LlmFailure,
     LlmRequest,
     Message,
     TextDelta,
@@ -23,31 +22,14 @@ from dsh_llm import (
     UsageChunk,
 )
 from dsh_llm_openai import retry_after
+from tests.plugins.llm_openai.openai_support import HTTPX_GC_WARNING, final_failure, stream_ok
 
 if TYPE_CHECKING:
     from tests.plugins.llm_openai.conftest import LoopbackServer
 
 pytestmark = pytest.mark.anyio
 
-#: See test_llm_openai_stream.py: early exits leave httpx's body generators to the GC.
-HTTPX_GC_WARNING = pytest.mark.filterwarnings(
-    r"ignore:Async generator 'http(x|core)\.:ResourceWarning"
-)
-
 KEY = "sk-secret-key-1234"
-
-
-def failure(chunks: list[Chunk]) -> LlmFailure:
-    assert len(chunks) >= 1
-    last = chunks[-1]
-    assert isinstance(last, Finish)
-    assert last.reason == "error", last
-    assert last.failure is not None
-    return last.failure
-
-
-def ok(server: LoopbackServer, text: str = "ok") -> None:
-    server.stream(server.delta(text), server.delta(finish="stop"), "[DONE]")
 
 
 # -- HTTP statuses --------------------------------------------------------------------------
@@ -63,8 +45,8 @@ async def test_a_rejected_key_is_auth_and_never_printed(
         {"x-request-id": "req-auth"},
     )
     chunks = await server.run(api_key=KEY)
-    assert chunks == [Finish("error", failure(chunks))]
-    got = failure(chunks)
+    assert chunks == [Finish("error", final_failure(chunks))]
+    got = final_failure(chunks)
     assert got.code == "AUTH"
     assert got.status == status
     assert got.request_id == "req-auth"
@@ -76,13 +58,13 @@ async def test_a_rejected_key_is_auth_and_never_printed(
 
 async def test_a_short_placeholder_key_is_not_masked(server: LoopbackServer) -> None:
     server.reply(401, {"error": {"message": "key EMPTY is not valid"}})
-    got = failure(await server.run(api_key="EMPTY"))
+    got = final_failure(await server.run(api_key="EMPTY"))
     assert got.message.endswith(": key EMPTY is not valid")
 
 
 async def test_auth_without_a_key_says_the_key_is_missing(server: LoopbackServer) -> None:
     server.reply(401, {"error": {"message": "Missing bearer token"}})
-    got = failure(await server.run(api_key=None))
+    got = final_failure(await server.run(api_key=None))
     assert got.code == "AUTH"
     assert got.message == (
         f"{server.url} requires an API key (HTTP 401) and api_key is not set: Missing bearer token"
@@ -91,7 +73,7 @@ async def test_auth_without_a_key_says_the_key_is_missing(server: LoopbackServer
 
 async def test_not_found_names_the_url_and_the_model(server: LoopbackServer) -> None:
     server.reply(404, {"detail": "Not Found"})
-    got = failure(await server.run())
+    got = final_failure(await server.run())
     assert got.code == "NOT_FOUND"
     assert got.status == 404
     assert got.message == (
@@ -116,7 +98,7 @@ async def test_other_client_errors_are_bad_request_with_the_server_message(
     server: LoopbackServer, status: int, body: object, detail: str
 ) -> None:
     server.reply(status, body)
-    got = failure(await server.run())
+    got = final_failure(await server.run())
     assert got.code == "BAD_REQUEST"
     assert got.status == status
     assert got.message.startswith(f"{server.url} rejected the request (HTTP {status})")
@@ -127,14 +109,14 @@ async def test_other_client_errors_are_bad_request_with_the_server_message(
 @HTTPX_GC_WARNING
 async def test_an_error_body_is_read_only_so_far(server: LoopbackServer) -> None:
     server.stream(b"e" * 40_000, status=400, headers={"Content-Type": "text/plain"})
-    got = failure(await server.run())
+    got = final_failure(await server.run())
     assert got.code == "BAD_REQUEST"
     assert got.message.endswith("e" * 500 + "…")
 
 
 async def test_a_redirect_is_a_bad_response(server: LoopbackServer) -> None:
     server.reply(307, b"", {"Location": "https://elsewhere.example/v1/chat/completions"})
-    got = failure(await server.run())
+    got = final_failure(await server.run())
     assert got.code == "BAD_RESPONSE"
     assert got.message == (
         f"{server.url}/chat/completions answered with an unexpected HTTP 307 "
@@ -144,7 +126,7 @@ async def test_a_redirect_is_a_bad_response(server: LoopbackServer) -> None:
 
 async def test_an_unexpected_status_without_location(server: LoopbackServer) -> None:
     server.reply(304)
-    assert failure(await server.run()).message.endswith("unexpected HTTP 304")
+    assert final_failure(await server.run()).message.endswith("unexpected HTTP 304")
 
 
 # -- retries --------------------------------------------------------------------------------
@@ -154,7 +136,7 @@ async def test_429_is_retried_then_streams(
     server: LoopbackServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.reply(429, {"error": {"message": "slow down"}})
-    ok(server, "after the wait")
+    stream_ok(server, "after the wait")
     with caplog.at_level(logging.WARNING, logger="dsh.llm-openai"):
         chunks = await server.run()
     assert chunks[1] == TextDelta(0, "after the wait")
@@ -168,7 +150,7 @@ async def test_429_is_retried_then_streams(
 async def test_429_after_every_retry_is_rate_limited(server: LoopbackServer) -> None:
     for _ in range(3):
         server.reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
-    got = failure(await server.run())
+    got = final_failure(await server.run())
     assert got.code == "RATE_LIMITED"
     assert got.status == 429
     assert got.retry_after_ms == 0
@@ -182,7 +164,7 @@ async def test_5xx_is_retried_then_streams(
 ) -> None:
     for status in statuses:
         server.reply(status, {"error": {"message": "overloaded"}})
-    ok(server)
+    stream_ok(server)
     assert (await server.run())[-1] == Finish("stop")
     assert len(server.requests) == len(statuses) + 1
 
@@ -190,7 +172,7 @@ async def test_5xx_is_retried_then_streams(
 async def test_5xx_after_every_retry_is_a_server_error(server: LoopbackServer) -> None:
     for _ in range(4):
         server.reply(503, "upstream down")
-    got = failure(await server.run(max_retries=3))
+    got = final_failure(await server.run(max_retries=3))
     assert got.code == "SERVER_ERROR"
     assert got.status == 503
     assert got.message == f"{server.url} failed with HTTP 503 (attempt 4): upstream down"
@@ -199,14 +181,14 @@ async def test_5xx_after_every_retry_is_a_server_error(server: LoopbackServer) -
 
 async def test_no_retries_when_max_retries_is_zero(server: LoopbackServer) -> None:
     server.reply(503)
-    ok(server)
-    assert failure(await server.run(max_retries=0)).code == "SERVER_ERROR"
+    stream_ok(server)
+    assert final_failure(await server.run(max_retries=0)).code == "SERVER_ERROR"
     assert len(server.requests) == 1
 
 
 async def test_every_attempt_sends_the_same_request(server: LoopbackServer) -> None:
     server.reply(500)
-    ok(server)
+    stream_ok(server)
     await server.run("same")
     first, second = server.requests
     assert first.body == second.body
@@ -216,7 +198,7 @@ async def test_every_attempt_sends_the_same_request(server: LoopbackServer) -> N
 async def test_retry_after_is_honoured_over_the_backoff(server: LoopbackServer) -> None:
     # A 60 s backoff would outlast the guard; Retry-After: 0 lets the retry go at once.
     server.reply(429, b"", {"Retry-After": "0"})
-    ok(server)
+    stream_ok(server)
     with anyio.fail_after(30):
         chunks = await server.run(retry_backoff=60)
     assert chunks[-1] == Finish("stop")
@@ -224,7 +206,7 @@ async def test_retry_after_is_honoured_over_the_backoff(server: LoopbackServer) 
 
 async def test_retry_after_is_capped(server: LoopbackServer) -> None:
     server.reply(503, b"", {"Retry-After": "3600"})
-    ok(server)
+    stream_ok(server)
     with anyio.fail_after(30):
         chunks = await server.run(max_retry_after=0)
     assert chunks[-1] == Finish("stop")
@@ -232,7 +214,7 @@ async def test_retry_after_is_capped(server: LoopbackServer) -> None:
 
 async def test_a_failed_error_body_read_still_reports_the_status(server: LoopbackServer) -> None:
     server.stream(b"partial error bo", server.DROP, status=502)
-    got = failure(await server.run(max_retries=0))
+    got = final_failure(await server.run(max_retries=0))
     assert got.code == "SERVER_ERROR"
     assert got.message == f"{server.url} failed with HTTP 502 (attempt 1): partial error bo"
 
@@ -257,7 +239,7 @@ def test_retry_after_parsing() -> None:
 
 async def test_a_hang_up_before_the_response_is_retried(server: LoopbackServer) -> None:
     server.hang_up()
-    ok(server)
+    stream_ok(server)
     assert (await server.run())[-1] == Finish("stop")
     assert len(server.requests) == 2
 
@@ -265,7 +247,7 @@ async def test_a_hang_up_before_the_response_is_retried(server: LoopbackServer) 
 async def test_hang_ups_on_every_attempt_are_a_connection_error(server: LoopbackServer) -> None:
     for _ in range(3):
         server.hang_up()
-    got = failure(await server.run())
+    got = final_failure(await server.run())
     assert got.code == "CONNECTION"
     assert got.message.startswith(f"cannot connect to {server.url}/chat/completions: ")
     assert got.message.endswith("(attempt 3 of 3)")
@@ -281,7 +263,7 @@ def _closed_port() -> int:
 
 async def test_nothing_listening_is_a_connection_error(server: LoopbackServer) -> None:
     base = f"http://127.0.0.1:{_closed_port()}/v1"
-    got = failure(await server.run(base_url=base))
+    got = final_failure(await server.run(base_url=base))
     assert got.code == "CONNECTION"
     assert got.message.startswith(f"cannot connect to {base}/chat/completions: ")
     assert got.message.endswith("(attempt 3 of 3)")
@@ -311,7 +293,7 @@ def full_backlog() -> Iterator[str]:
 
 async def test_a_connect_timeout_is_a_timeout(server: LoopbackServer, full_backlog: str) -> None:
     chunks = await server.run(base_url=full_backlog, connect_timeout=0.2, max_retries=1)
-    got = failure(chunks)
+    got = final_failure(chunks)
     assert got.code == "TIMEOUT"
     assert got.message == (
         f"connecting to {full_backlog}/chat/completions timed out after 0.2s "
@@ -321,7 +303,7 @@ async def test_a_connect_timeout_is_a_timeout(server: LoopbackServer, full_backl
 
 async def test_no_response_within_read_timeout_is_a_timeout(server: LoopbackServer) -> None:
     server.stall()
-    got = failure(await server.run(read_timeout=0.2))
+    got = final_failure(await server.run(read_timeout=0.2))
     assert got.code == "TIMEOUT"
     assert got.message == (
         f"{server.url}/chat/completions sent no response within 0.2s (read_timeout)"
@@ -335,7 +317,7 @@ async def test_silence_mid_stream_is_a_timeout(server: LoopbackServer) -> None:
     chunks = await server.run(read_timeout=0.2)
     assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "so far")]
     assert chunks[2] == UsageChunk(Usage(1, 1))
-    got = failure(chunks)
+    got = final_failure(chunks)
     assert got.code == "TIMEOUT"
     assert got.message == (
         f"{server.url}/chat/completions sent nothing for 0.2s mid-stream (read_timeout)"
@@ -347,10 +329,10 @@ async def test_a_connection_dropped_mid_stream_is_interrupted_and_not_retried(
     server: LoopbackServer,
 ) -> None:
     server.stream(server.delta("half an ans"), server.DROP, headers={"x-request-id": "req-drop"})
-    ok(server)  # would be the retry: it must not happen
+    stream_ok(server)  # would be the retry: it must not happen
     chunks = await server.run()
     assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "half an ans")]
-    got = failure(chunks)
+    got = final_failure(chunks)
     assert got.code == "STREAM_INTERRUPTED"
     assert got.request_id == "req-drop"
     assert got.message.startswith(
@@ -376,8 +358,8 @@ async def test_a_server_that_keeps_the_body_open_after_done(server: LoopbackServ
 
 
 async def test_the_connection_is_reused_after_a_complete_stream(server: LoopbackServer) -> None:
-    ok(server)
-    ok(server)
+    stream_ok(server)
+    stream_ok(server)
     request = LlmRequest(model="test-model", messages=(Message.user("hi"),))
     async with server.llm() as llm:
         for _ in range(2):
@@ -421,7 +403,7 @@ async def test_leaving_the_stream_early_closes_the_connection(server: LoopbackSe
 
 async def test_cancelling_during_the_backoff_sends_no_retry(server: LoopbackServer) -> None:
     server.reply(503)
-    ok(server)
+    stream_ok(server)
     request = LlmRequest(model="test-model", messages=(Message.user("hi"),))
     scope = anyio.CancelScope()
 

@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 import dsh
-from dsh import ConfigError, Context, Fiber, FiberState
+from dsh import ConfigError, Context, FiberState
+from dsh.testing import state
 from dsh_llm import Llm
 from dsh_llm_openai import (
     DEFAULT_BASE_URL,
@@ -22,10 +23,6 @@ if TYPE_CHECKING:
     from tests.plugins.llm_openai.conftest import LoopbackServer
 
 pytestmark = pytest.mark.anyio
-
-
-def state(fiber: Fiber) -> FiberState:
-    return fiber.state
 
 
 def test_defaults() -> None:

@@ -17,6 +17,7 @@ from dsh_llm import (
 )
 from dsh_llm_openai import request_body
 from dsh_system_prompt import ToolSchema
+from tests.plugins.llm_openai.openai_support import stream_ok
 
 if TYPE_CHECKING:
     from tests.plugins.llm_openai.conftest import LoopbackServer
@@ -93,10 +94,6 @@ def full_request() -> LlmRequest:
     )
 
 
-def ok(server: LoopbackServer) -> None:
-    server.stream(server.delta("ok"), server.delta(finish="stop"), "[DONE]")
-
-
 def test_request_body_maps_the_whole_history() -> None:
     assert request_body(full_request()) == {
         "model": "test-model",
@@ -134,7 +131,7 @@ def test_a_minimal_request_has_no_system_tools_or_max_tokens() -> None:
 
 
 async def test_the_request_carries_key_flags_system_and_prompt(server: LoopbackServer) -> None:
-    ok(server)
+    stream_ok(server)
     request = LlmRequest(
         model="test-model", messages=(Message.user("What is 2+2?"),), system="Be brief."
     )
@@ -155,25 +152,25 @@ async def test_the_request_carries_key_flags_system_and_prompt(server: LoopbackS
 
 
 async def test_the_wire_body_is_request_body(server: LoopbackServer) -> None:
-    ok(server)
+    stream_ok(server)
     await server.run(full_request(), send_reasoning=True)
     assert server.requests[0].body == request_body(full_request(), send_reasoning=True)
 
 
 async def test_unicode_goes_out_as_utf8(server: LoopbackServer) -> None:
-    ok(server)
+    stream_ok(server)
     await server.run("héllo → 世界")
     assert server.requests[0].body["messages"] == [{"role": "user", "content": "héllo → 世界"}]
 
 
 async def test_no_api_key_sends_no_authorization(server: LoopbackServer) -> None:
-    ok(server)
+    stream_ok(server)
     await server.run(api_key=None)
     assert "authorization" not in server.requests[0].headers
 
 
 async def test_extra_headers_are_sent_and_override_defaults(server: LoopbackServer) -> None:
-    ok(server)
+    stream_ok(server)
     await server.run(headers={"X-Title": "dsh", "Authorization": "Token other"})
     headers = server.requests[0].headers
     assert headers["x-title"] == "dsh"
@@ -181,12 +178,12 @@ async def test_extra_headers_are_sent_and_override_defaults(server: LoopbackServ
 
 
 async def test_a_trailing_slash_on_base_url_is_tolerated(server: LoopbackServer) -> None:
-    ok(server)
+    stream_ok(server)
     await server.run(base_url=server.url + "/")
     assert server.requests[0].path == "/v1/chat/completions"
 
 
 async def test_a_base_url_without_v1_is_used_as_given(server: LoopbackServer) -> None:
-    ok(server)
+    stream_ok(server)
     await server.run(base_url=server.root)
     assert server.requests[0].path == "/chat/completions"

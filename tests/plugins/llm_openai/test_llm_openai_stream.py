@@ -7,10 +7,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from dsh_llm import (
-    BlockAssembler,
     BlockEnd,
     BlockStart,
-    Chunk,
     Finish,
     LlmFailure,
     ReasoningBlock,
@@ -22,34 +20,13 @@ from dsh_llm import (
     Usage,
     UsageChunk,
 )
+from tests.plugins.llm.llm_support import assemble
+from tests.plugins.llm_openai.openai_support import HTTPX_GC_WARNING, final_failure
 
 if TYPE_CHECKING:
     from tests.plugins.llm_openai.conftest import LoopbackServer
 
 pytestmark = pytest.mark.anyio
-
-#: A stream the adapter stops reading early leaves httpx's nested body generators
-#: unexhausted; trio warns when they are collected (encode/httpx#3686). The
-#: connection itself is closed: the cancellation tests check the server sees it.
-HTTPX_GC_WARNING = pytest.mark.filterwarnings(
-    r"ignore:Async generator 'http(x|core)\.:ResourceWarning"
-)
-
-
-def failure(chunks: list[Chunk]) -> LlmFailure:
-    """The failure of a stream's final error chunk."""
-    last = chunks[-1]
-    assert isinstance(last, Finish)
-    assert last.reason == "error", last
-    assert last.failure is not None
-    return last.failure
-
-
-def assemble(chunks: list[Chunk]) -> Any:
-    assembler = BlockAssembler()
-    for chunk in chunks:
-        assembler.push(chunk)
-    return assembler.result()
 
 
 async def test_text_deltas_become_one_text_block(server: LoopbackServer) -> None:
@@ -293,7 +270,7 @@ async def test_other_finish_reasons_are_errors(
     server.stream(server.delta("partial"), server.delta(finish=reason), "[DONE]")
     chunks = await server.run()
     assert chunks[:3] == [BlockStart(0, "text"), TextDelta(0, "partial"), BlockEnd(0)]
-    got = failure(chunks)
+    got = final_failure(chunks)
     assert got.code == code
     assert f'finish_reason "{reason}"' in got.message
 
@@ -311,7 +288,7 @@ async def test_an_empty_answer_is_an_error(server: LoopbackServer, kind: str) ->
     )
     chunks = await server.run()
     assert chunks[-2] == UsageChunk(Usage(5, 1))
-    assert failure(chunks) == LlmFailure(
+    assert final_failure(chunks) == LlmFailure(
         "the model returned an empty answer (no text and no tool calls)",
         "EMPTY_RESPONSE",
         request_id="req-empty",
@@ -324,7 +301,7 @@ async def test_done_without_a_finish_reason_is_interrupted(server: LoopbackServe
     # The open block stays open: it is not complete.
     assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "cut")]
     assert chunks[2] == UsageChunk(Usage(3, 1))
-    got = failure(chunks)
+    got = final_failure(chunks)
     assert got.code == "STREAM_INTERRUPTED"
     assert "no finish_reason" in got.message
 
@@ -333,7 +310,7 @@ async def test_eof_without_done_or_finish_is_interrupted(server: LoopbackServer)
     server.stream(server.delta("cut"))
     chunks = await server.run()
     assert [type(c) for c in chunks] == [BlockStart, TextDelta, Finish]
-    assert failure(chunks).code == "STREAM_INTERRUPTED"
+    assert final_failure(chunks).code == "STREAM_INTERRUPTED"
 
 
 async def test_eof_after_a_finish_without_done_is_fine(server: LoopbackServer) -> None:
@@ -433,7 +410,7 @@ async def test_wrong_shaped_payloads_are_bad_responses(
     chunks = await server.run()
     assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "before")]
     assert chunks[-2] == UsageChunk(Usage(2, 2))
-    got = failure(chunks)
+    got = final_failure(chunks)
     assert got.code == "BAD_RESPONSE"
     assert problem in got.message
 
@@ -441,7 +418,7 @@ async def test_wrong_shaped_payloads_are_bad_responses(
 @HTTPX_GC_WARNING
 async def test_a_long_non_json_payload_is_quoted_shortly(server: LoopbackServer) -> None:
     server.stream(f"x{'y' * 1000}")
-    got = failure(await server.run())
+    got = final_failure(await server.run())
     assert got.code == "BAD_RESPONSE"
     assert "yyy…'" in got.message
     assert len(got.message) < 400
@@ -462,7 +439,7 @@ async def test_an_error_object_mid_stream_is_a_server_error(
     server.stream(server.delta("so far"), {"error": error}, headers={"x-request-id": "req-mid"})
     chunks = await server.run()
     assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "so far")]
-    got = failure(chunks)
+    got = final_failure(chunks)
     assert got.code == "SERVER_ERROR"
     assert got.message == f"the server reported an error mid-stream: {text}"
     assert got.request_id == "req-mid"
@@ -482,7 +459,7 @@ async def test_a_body_without_events_is_a_bad_response(
 ) -> None:
     headers = {} if content_type is None else {"Content-Type": content_type}
     server.reply(200, body, headers)
-    got = failure(await server.run())
+    got = final_failure(await server.run())
     assert got.code == "BAD_RESPONSE"
     assert f"{server.url}/chat/completions answered HTTP 200" in got.message
     assert expected in got.message
@@ -491,6 +468,6 @@ async def test_a_body_without_events_is_a_bad_response(
 @HTTPX_GC_WARNING
 async def test_an_undecodable_body_is_a_bad_response(server: LoopbackServer) -> None:
     server.stream(b"this is not gzip", headers={"Content-Encoding": "gzip"})
-    got = failure(await server.run())
+    got = final_failure(await server.run())
     assert got.code == "BAD_RESPONSE"
     assert "cannot decode the response body" in got.message

@@ -9,15 +9,14 @@ recording that session gives the replay file back. And a live run, recorded with
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterator
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from dsh import Context, DeploymentError, Disposer, load_deployment
+from dsh.testing import ScriptedModel, write_deployment
 from dsh_agent_core import AgentCore
 from dsh_llm import (
     BlockEnd,
@@ -35,10 +34,10 @@ from dsh_llm import (
     ToolResultBlock,
     Usage,
     UsageChunk,
-    chunk_to_json,
 )
 from dsh_llm_replay import LlmReplay, ReplayAdapter, record_session
-from dsh_tools import Tool
+from tests.plugins.llm_replay import lookup_tool
+from tests.plugins.llm_replay.replay_support import replay_text
 
 pytestmark = pytest.mark.anyio
 
@@ -54,29 +53,6 @@ DEPLOYMENT = """\
     file: recordings/run.jsonl
 - id: lookup
   name: ./lookup_tool.py
-"""
-
-TOOL = """\
-from pydantic import BaseModel
-
-from dsh_tools import Tool
-
-name = "lookup-tool"
-inject = ["tools"]
-
-
-class LookupArgs(BaseModel):
-    key: str
-
-
-async def lookup(args: LookupArgs, call: object) -> str:
-    return f"value of {args.key}: 42"
-
-
-def apply(ctx, config):
-    yield ctx.tools.register(
-        Tool(name="lookup", description="Look a key up.", parameters=LookupArgs, execute=lookup)
-    )
 """
 
 STEP_ONE: list[Chunk] = [
@@ -104,20 +80,12 @@ STEP_TWO: list[Chunk] = [
 ]
 
 
-def recording(*streams: tuple[int, int, list[Chunk]]) -> str:
-    return "".join(
-        json.dumps({"turn": t, "step": s, "chunks": [chunk_to_json(c) for c in chunks]}) + "\n"
-        for t, s, chunks in streams
-    )
-
-
-def deploy(directory: Path, replay_text: str) -> Path:
+def deploy(directory: Path, replay: str) -> Path:
+    """The deployment, its replay file (``replay``) and the lookup tool in ``directory``."""
     (directory / "recordings").mkdir()
-    (directory / "recordings" / "run.jsonl").write_text(replay_text, encoding="utf-8")
-    (directory / "lookup_tool.py").write_text(TOOL, encoding="utf-8")
-    path = directory / "dsh.yml"
-    path.write_text(DEPLOYMENT, encoding="utf-8")
-    return path
+    (directory / "recordings" / "run.jsonl").write_text(replay, encoding="utf-8")
+    shutil.copy(lookup_tool.__file__, directory / "lookup_tool.py")
+    return write_deployment(directory, DEPLOYMENT)
 
 
 @pytest.fixture
@@ -144,7 +112,7 @@ def turn_types(events: list[Any]) -> list[str]:
 
 
 async def test_a_two_step_turn_replays_through_the_agent_loop(elsewhere: Path) -> None:
-    text = recording((1, 1, STEP_ONE), (1, 2, STEP_TWO))
+    text = replay_text((1, 1, STEP_ONE), (1, 2, STEP_TWO))
     path = deploy(elsewhere, text)
     async with Context() as root:
         deployment = await load_deployment(path, root)
@@ -216,7 +184,7 @@ async def test_a_two_step_turn_replays_through_the_agent_loop(elsewhere: Path) -
 
 
 async def test_a_malformed_replay_file_fails_the_deployment(elsewhere: Path) -> None:
-    text = recording((1, 1, STEP_ONE)) + '{"turn": 1, "step": 1, "chunks": []}\n'
+    text = replay_text((1, 1, STEP_ONE)) + '{"turn": 1, "step": 1, "chunks": []}\n'
     path = deploy(elsewhere, text)
     replay = elsewhere / "recordings" / "run.jsonl"
     async with Context() as root:
@@ -231,45 +199,32 @@ async def test_a_malformed_replay_file_fails_the_deployment(elsewhere: Path) -> 
         assert root.get("llm") is None
 
 
-class Scripted:
+def live_reply(request: LlmRequest) -> list[Chunk]:
     """A live model: a tool call first, then an answer quoting the tool result."""
-
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        last = request.messages[-1]
-        results = [b for b in last.content if isinstance(b, ToolResultBlock)]
-        if results:
-            yield TextDelta(0, f"It said: {results[0].content}")
-            yield UsageChunk(Usage(9, 4))
-            yield Finish("stop")
-            return
-        # Quirks the assembler tolerates: no block-start, the id on the first fragment.
-        yield ToolCallDelta(0, "c1", '{"key": ', name="lookup")
-        yield ToolCallDelta(0, None, f'"{last.text}"}}')
-        yield Finish("tool-calls")
-
-
-class LookupArgs(BaseModel):
-    key: str
+    last = request.messages[-1]
+    results = [b for b in last.content if isinstance(b, ToolResultBlock)]
+    if results:
+        return [
+            TextDelta(0, f"It said: {results[0].content}"),
+            UsageChunk(Usage(9, 4)),
+            Finish("stop"),
+        ]
+    # Quirks the assembler tolerates: no block-start, the id on the first fragment.
+    return [
+        ToolCallDelta(0, "c1", '{"key": ', name="lookup"),
+        ToolCallDelta(0, None, f'"{last.text}"}}'),
+        Finish("tool-calls"),
+    ]
 
 
-async def lookup(args: LookupArgs, call: object) -> str:
-    return f"value of {args.key}: 42"
-
-
-def lookup_plugin(ctx: Context, config: None) -> Iterator[Disposer]:
-    yield ctx.tools.register(
-        Tool(name="lookup", description="Look a key up.", parameters=LookupArgs, execute=lookup)
-    )
-
-
-def live_model(ctx: Context, config: None) -> Iterator[Disposer]:
-    yield ctx.llm.register_adapter(["live"], Scripted())
+def live_model(ctx: Context, config: None) -> Disposer:
+    return ScriptedModel(respond=live_reply, models=["live"]).install(ctx)
 
 
 async def run_agent(model_plugin: Any, model_config: Any) -> tuple[list[str], list[Message], str]:
     async with Context() as root:
         await root.plugin(AgentCore, {"model": "live"})
-        await root.plugin(lookup_plugin)
+        await root.plugin(lookup_tool)
         await root.plugin(model_plugin, model_config)
         agent = root.agents.get("main")
         agent.send("colour")

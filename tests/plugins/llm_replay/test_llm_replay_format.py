@@ -24,6 +24,7 @@ from dsh_llm import (
 )
 from dsh_llm_replay import ReplayFileError, parse_replay, record_session
 from dsh_session import Session, SessionHeader
+from tests.plugins.llm_replay.replay_support import replay_line
 
 STEP_ONE: list[Chunk] = [
     BlockStart(0, "tool-call"),
@@ -34,12 +35,6 @@ STEP_ONE: list[Chunk] = [
     Finish("tool-calls"),
 ]
 STEP_TWO: list[Chunk] = [TextDelta(0, "The answer is 42."), Finish("stop")]
-
-
-def line(turn: Any, step: Any, chunks: Any) -> str:
-    if isinstance(chunks, list) and all(not isinstance(c, dict) for c in chunks):
-        chunks = [chunk_to_json(c) for c in chunks]
-    return json.dumps({"turn": turn, "step": step, "chunks": chunks})
 
 
 def problems_of(text: str) -> list[str]:
@@ -56,7 +51,10 @@ def problems_of(text: str) -> list[str]:
 
 
 def test_parse_indexes_streams_by_turn_and_step() -> None:
-    text = "\n".join([line(1, 1, STEP_ONE), line(1, 2, STEP_TWO), line(2, 1, [])]) + "\n"
+    text = (
+        "\n".join([replay_line(1, 1, STEP_ONE), replay_line(1, 2, STEP_TWO), replay_line(2, 1, [])])
+        + "\n"
+    )
     assert parse_replay(text) == {
         (1, 1): tuple(STEP_ONE),
         (1, 2): tuple(STEP_TWO),
@@ -65,7 +63,7 @@ def test_parse_indexes_streams_by_turn_and_step() -> None:
 
 
 def test_blank_lines_and_crlf_are_fine() -> None:
-    text = f"\n   \n{line(3, 2, STEP_TWO)}\r\n\t\n{line(1, 1, [])}"
+    text = f"\n   \n{replay_line(3, 2, STEP_TWO)}\r\n\t\n{replay_line(1, 1, [])}"
     assert parse_replay(text) == {(3, 2): tuple(STEP_TWO), (1, 1): ()}
     assert parse_replay("") == {}
     assert parse_replay("\n\n") == {}
@@ -73,12 +71,12 @@ def test_blank_lines_and_crlf_are_fine() -> None:
 
 def test_a_recording_without_finish_is_kept_as_it_is() -> None:
     chunks: list[Chunk] = [TextDelta(0, "cut off")]
-    assert parse_replay(line(1, 1, chunks)) == {(1, 1): (TextDelta(0, "cut off"),)}
+    assert parse_replay(replay_line(1, 1, chunks)) == {(1, 1): (TextDelta(0, "cut off"),)}
 
 
 def test_an_error_finish_is_a_valid_recording() -> None:
     chunks: list[Chunk] = [Finish("error", LlmFailure("overloaded", "HTTP_529", status=529))]
-    assert parse_replay(line(1, 1, chunks))[(1, 1)] == tuple(chunks)
+    assert parse_replay(replay_line(1, 1, chunks))[(1, 1)] == tuple(chunks)
 
 
 def test_unicode_line_separators_inside_strings_do_not_split_lines() -> None:
@@ -157,12 +155,12 @@ def test_bad_json_columns_count_from_the_start_of_the_line() -> None:
 def test_every_bad_line_is_listed_and_duplicates_name_the_first() -> None:
     text = "\n".join(
         [
-            line(1, 1, STEP_ONE),
+            replay_line(1, 1, STEP_ONE),
             "oops",
             "",
-            line(1, 2, STEP_TWO),
-            line(1, 1, STEP_TWO),
-            line(1, 2, []),
+            replay_line(1, 2, STEP_TWO),
+            replay_line(1, 1, STEP_TWO),
+            replay_line(1, 2, []),
         ]
     )
     assert problems_of(text) == [

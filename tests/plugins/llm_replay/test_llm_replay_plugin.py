@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from contextlib import aclosing
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,6 +13,7 @@ import pytest
 
 import dsh_llm_replay
 from dsh import ConfigError, Context, Fiber, FiberState
+from dsh.testing import ScriptedModel
 from dsh_llm import (
     Chunk,
     DuplicateAdapterError,
@@ -21,11 +21,9 @@ from dsh_llm import (
     Llm,
     LlmFailure,
     LlmRequest,
-    Message,
     TextDelta,
     Usage,
     UsageChunk,
-    chunk_to_json,
 )
 from dsh_llm_replay import (
     LlmReplay,
@@ -34,37 +32,23 @@ from dsh_llm_replay import (
     ReplayFileError,
     resolve_replay_path,
 )
+from tests.plugins.llm.llm_support import collect, request
+from tests.plugins.llm_replay.replay_support import write_replay
 
 pytestmark = pytest.mark.anyio
 
-HELLO: list[Chunk] = [
+HELLO_CHUNKS: list[Chunk] = [
     TextDelta(0, "Hel"),
     TextDelta(0, "lo"),
     UsageChunk(Usage(4, 2)),
     Finish("stop"),
 ]
-BYE: list[Chunk] = [TextDelta(0, "Bye"), Finish("stop")]
+BYE_CHUNKS: list[Chunk] = [TextDelta(0, "Bye"), Finish("stop")]
 
 
-def write(path: Path, *streams: tuple[int, int, list[Chunk]]) -> Path:
-    path.write_text(
-        "".join(
-            json.dumps({"turn": t, "step": s, "chunks": [chunk_to_json(c) for c in chunks]}) + "\n"
-            for t, s, chunks in streams
-        ),
-        encoding="utf-8",
-    )
-    return path
-
-
-def request(model: str = "replay", turn: int | None = 1, step: int | None = 1) -> LlmRequest:
-    return LlmRequest(model=model, messages=(Message.user("hi"),), turn=turn, step=step)
-
-
-async def collect(root: Context, req: LlmRequest) -> list[Chunk]:
-    llm: Llm = root.llm
-    async with aclosing(llm.stream(req)) as chunks:
-        return [chunk async for chunk in chunks]
+def replay_request(model: str = "replay", turn: int | None = 1, step: int | None = 1) -> LlmRequest:
+    """A request for the replay model at ``turn`` and ``step``."""
+    return request(model, turn=turn, step=step)
 
 
 async def mount(root: Context, config: dict[str, Any]) -> Fiber:
@@ -106,22 +90,22 @@ async def test_a_bad_config_fails_the_fiber(config: dict[str, Any], problem: str
 async def test_a_relative_file_resolves_against_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write(tmp_path / "rec.jsonl", (1, 1, HELLO))
+    write_replay(tmp_path / "rec.jsonl", (1, 1, HELLO_CHUNKS))
     monkeypatch.chdir(tmp_path)
     async with Context() as root:
         fiber = await mount(root, {"file": "rec.jsonl"})
         assert fiber.state is FiberState.ACTIVE
         adapter = fiber.instance.adapter
         assert adapter.source == str(tmp_path / "rec.jsonl")
-        assert await collect(root, request()) == HELLO
+        assert await collect(root.llm, replay_request()) == HELLO_CHUNKS
 
 
 async def test_an_absolute_file_and_custom_models(tmp_path: Path) -> None:
-    path = write(tmp_path / "rec.jsonl", (1, 1, HELLO))
+    path = write_replay(tmp_path / "rec.jsonl", (1, 1, HELLO_CHUNKS))
     async with Context() as root:
         await mount(root, {"file": str(path), "models": ["fake-a", "fake-b"]})
         assert root.llm.models() == ["fake-a", "fake-b"]
-        assert await collect(root, request("fake-b")) == HELLO
+        assert await collect(root.llm, replay_request("fake-b")) == HELLO_CHUNKS
 
 
 def test_resolve_replay_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -165,22 +149,18 @@ async def test_a_malformed_file_fails_the_fiber_naming_each_line(tmp_path: Path)
 
 
 async def test_a_model_already_served_fails_the_fiber(tmp_path: Path) -> None:
-    path = write(tmp_path / "rec.jsonl")
-
-    class Other:
-        async def stream(self, request: LlmRequest) -> Any:
-            yield Finish("stop")
+    path = write_replay(tmp_path / "rec.jsonl")
 
     async with Context() as root:
         await root.plugin(Llm)
-        root.llm.register_adapter(["replay"], Other())
+        ScriptedModel(models=["replay"]).install(root)
         with pytest.raises(DuplicateAdapterError, match='model "replay" is already registered'):
             await root.plugin(LlmReplay, {"file": str(path)})
         assert root.llm.models() == ["replay"]
 
 
 async def test_disposing_the_plugin_restores_the_registry(tmp_path: Path) -> None:
-    path = write(tmp_path / "rec.jsonl", (1, 1, HELLO))
+    path = write_replay(tmp_path / "rec.jsonl", (1, 1, HELLO_CHUNKS))
     async with Context() as root:
         await root.plugin(Llm)
         llm: Llm = root.llm
@@ -192,44 +172,48 @@ async def test_disposing_the_plugin_restores_the_registry(tmp_path: Path) -> Non
 
 
 async def test_restart_reads_the_file_again(tmp_path: Path) -> None:
-    path = write(tmp_path / "rec.jsonl", (1, 1, HELLO))
+    path = write_replay(tmp_path / "rec.jsonl", (1, 1, HELLO_CHUNKS))
     async with Context() as root:
         fiber = await mount(root, {"file": str(path)})
-        assert await collect(root, request()) == HELLO
-        write(path, (1, 1, BYE))
+        assert await collect(root.llm, replay_request()) == HELLO_CHUNKS
+        write_replay(path, (1, 1, BYE_CHUNKS))
         await fiber.restart()
-        assert await collect(root, request()) == BYE
+        assert await collect(root.llm, replay_request()) == BYE_CHUNKS
 
 
 # --- replaying ---------------------------------------------------------------------------
 
 
 async def test_requests_are_answered_by_turn_and_step(tmp_path: Path) -> None:
-    path = write(tmp_path / "rec.jsonl", (1, 1, HELLO), (1, 2, BYE), (2, 1, []))
+    path = write_replay(
+        tmp_path / "rec.jsonl", (1, 1, HELLO_CHUNKS), (1, 2, BYE_CHUNKS), (2, 1, [])
+    )
     async with Context() as root:
         fiber = await mount(root, {"file": str(path)})
         adapter: ReplayAdapter = fiber.instance.adapter
         assert adapter.unplayed() == [(1, 1), (1, 2), (2, 1)]
-        assert await collect(root, request(turn=1, step=2)) == BYE
-        assert await collect(root, request(turn=1, step=1)) == HELLO
-        assert await collect(root, request(turn=1, step=1)) == HELLO  # replayable again
+        assert await collect(root.llm, replay_request(turn=1, step=2)) == BYE_CHUNKS
+        assert await collect(root.llm, replay_request(turn=1, step=1)) == HELLO_CHUNKS
+        assert (
+            await collect(root.llm, replay_request(turn=1, step=1)) == HELLO_CHUNKS
+        )  # replayable again
         assert adapter.unplayed() == [(2, 1)]
         # A recording without a finish gets no implicit one.
-        assert await collect(root, request(turn=2, step=1)) == []
+        assert await collect(root.llm, replay_request(turn=2, step=1)) == []
         assert adapter.unplayed() == []
 
 
 async def test_a_missing_recording_is_one_replay_missing_finish(tmp_path: Path) -> None:
-    path = write(tmp_path / "rec.jsonl", (1, 1, HELLO))
+    path = write_replay(tmp_path / "rec.jsonl", (1, 1, HELLO_CHUNKS))
     async with Context() as root:
         await mount(root, {"file": str(path)})
-        assert await collect(root, request(turn=3, step=2)) == [
+        assert await collect(root.llm, replay_request(turn=3, step=2)) == [
             Finish(
                 "error",
                 LlmFailure(f"no recorded stream for turn 3, step 2 in {path}", "REPLAY_MISSING"),
             )
         ]
-        assert await collect(root, request(turn=None, step=1)) == [
+        assert await collect(root.llm, replay_request(turn=None, step=1)) == [
             Finish(
                 "error",
                 LlmFailure(
@@ -239,19 +223,19 @@ async def test_a_missing_recording_is_one_replay_missing_finish(tmp_path: Path) 
                 ),
             )
         ]
-        [finish] = await collect(root, request(turn=1, step=None))
+        [finish] = await collect(root.llm, replay_request(turn=1, step=None))
         assert isinstance(finish, Finish)
         assert finish.failure is not None
         assert finish.failure.message.endswith("(the request carries no turn and step)")
 
 
 async def test_every_chunk_is_a_scheduling_point() -> None:
-    adapter = ReplayAdapter({(1, 1): tuple(HELLO)})
+    adapter = ReplayAdapter({(1, 1): tuple(HELLO_CHUNKS)})
     assert adapter.source == "<replay>"
     got: list[Chunk] = []
     with anyio.CancelScope() as scope:
         scope.cancel()
-        async with aclosing(adapter.stream(request())) as chunks:
+        async with aclosing(adapter.stream(replay_request())) as chunks:
             got = [chunk async for chunk in chunks]  # cancelled before the first chunk
     assert scope.cancelled_caught
     assert got == []
@@ -266,7 +250,7 @@ async def test_every_chunk_is_a_scheduling_point() -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(tick)
-        async with aclosing(adapter.stream(request())) as chunks:
+        async with aclosing(adapter.stream(replay_request())) as chunks:
             seen = [ticks async for _ in chunks]
         tg.cancel_scope.cancel()
     assert seen == sorted(seen)

@@ -25,17 +25,17 @@ pytestmark = pytest.mark.anyio
 
 
 @dataclass
-class Heard:
+class HeardSessions:
     created: list[Session] = field(default_factory=list)
     disposed: list[Session] = field(default_factory=list)
     events: list[tuple[Session, SessionEvent]] = field(default_factory=list)
 
 
 @asynccontextmanager
-async def store() -> AsyncIterator[tuple[Context, Sessions, Heard]]:
+async def store() -> AsyncIterator[tuple[Context, Sessions, HeardSessions]]:
     async with Context() as root:
         await root.plugin(Sessions)
-        heard = Heard()
+        heard = HeardSessions()
 
         def on_event(session: Session, event: SessionEvent) -> None:
             heard.events.append((session, event))

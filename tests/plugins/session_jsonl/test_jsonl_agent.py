@@ -8,7 +8,6 @@ import queue
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,39 +15,19 @@ from pathlib import Path
 import pytest
 
 import dsh
+from dsh.testing import write_deployment
 from dsh_llm import ToolResultBlock
 from dsh_session import Sessions
 from dsh_session_jsonl import FILE_NAME, JsonlSessions, list_sessions
+from tests.support import echo_deployment
 
 pytestmark = pytest.mark.anyio
-
-ECHO = Path(__file__).parents[3] / "examples" / "echo-agent"
-
-
-def deployment(tmp_path: Path, name: str, entries: str) -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(entries))
-    return path
 
 
 async def test_an_agent_turn_is_persisted_and_resumed(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
-    yml = deployment(
-        tmp_path,
-        "echo.yml",
-        f"""\
-        - id: model
-          name: {ECHO / "mock_model.py"}
-        - id: agent-core
-          name: agent-core
-          config: {{model: echo-mock}}
-        - id: echo
-          name: {ECHO / "echo_tool.py"}
-        - id: persistence
-          name: session-jsonl
-          config: {{root: "{root}"}}
-        """,
-    )
+    persistence = f'- {{id: persistence, name: session-jsonl, config: {{root: "{root}"}}}}'
+    yml = echo_deployment(tmp_path, "{model: echo-mock}", persistence)
     async with dsh.Context() as ctx:
         await dsh.load_deployment(yml, ctx)
         agent = ctx.agents.get("main")
@@ -180,9 +159,8 @@ def crash(tmp_path: Path) -> Crash:
     root = tmp_path / "sessions"
     (tmp_path / "scripted.py").write_text(SCRIPTED_MODEL)
     (tmp_path / "driver.py").write_text(DRIVER)
-    yml = deployment(
+    yml = write_deployment(
         tmp_path,
-        "slow.yml",
         f"""\
         - id: model
           name: ./scripted.py
@@ -193,6 +171,7 @@ def crash(tmp_path: Path) -> Crash:
           name: session-jsonl
           config: {{root: "{root}"}}
         """,
+        "slow.yml",
     )
     command = [sys.executable, str(tmp_path / "driver.py"), str(yml)]
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}

@@ -11,8 +11,7 @@ import json
 import logging
 import os
 import stat
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +26,17 @@ from dsh_session_jsonl import (
     SessionDataError,
     SessionWriteError,
 )
+from tests.plugins.session_jsonl.jsonl_support import (
+    event_record,
+    file_records,
+    jsonl_runtime,
+    write_log,
+)
 
 pytestmark = pytest.mark.anyio
 
-Runtime = tuple[Context, Sessions, JsonlSessions]
 
-
-@asynccontextmanager
-async def running(root: Path, **config: Any) -> AsyncIterator[Runtime]:
-    async with Context() as ctx:
-        await ctx.plugin(Sessions)
-        fiber = await ctx.plugin(JsonlSessions, {"root": str(root), **config})
-        yield ctx, ctx.sessions, fiber.instance
-
-
-def user(session: Session, text: str, turn: int = 1) -> None:
+def append_user(session: Session, text: str, turn: int = 1) -> None:
     session.append("user/message", {"turn": turn, "message": Message.user(text).to_json()})
 
 
@@ -50,7 +45,7 @@ def chunk(session: Session, i: int) -> None:
 
 
 def seqs(path: Path) -> list[int]:
-    return [json.loads(line)["seq"] for line in path.read_bytes().splitlines()[1:]]
+    return [record["seq"] for record in file_records(path)[1:]]
 
 
 def is_file(fd: int) -> bool:
@@ -102,12 +97,12 @@ async def test_chunks_are_batched_and_each_commit_is_synced_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = count_fsyncs(monkeypatch)
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         session = sessions.create()
         path = tmp_path / session.id / FILE_NAME
         session.append("turn/start", {"turn": 1})
         assert calls == []
-        user(session, "hi")  # creates the file: the file, its directory and the root
+        append_user(session, "hi")  # creates the file: the file, its directory and the root
         assert calls == ["file", "dir", "dir"]
         assert seqs(path) == [0, 1]
         calls.clear()
@@ -144,11 +139,11 @@ async def test_chunks_are_batched_and_each_commit_is_synced_once(
 async def test_an_existing_session_directory_is_reused_and_not_resynced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         session = sessions.create(id="left")
         (tmp_path / "left").mkdir(parents=True)  # a crash left it before publishing
         calls = count_fsyncs(monkeypatch)
-        user(session, "hi")
+        append_user(session, "hi")
         assert calls == ["file", "dir"]
         assert seqs(tmp_path / "left" / FILE_NAME) == [0]
 
@@ -157,16 +152,16 @@ async def test_without_fsync_nothing_is_synced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = count_fsyncs(monkeypatch)
-    async with running(tmp_path, fsync=False) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path, fsync=False) as (_, sessions, _):
         session = sessions.create()
         session.append("turn/start", {"turn": 1})
-        user(session, "a")
+        append_user(session, "a")
         chunk(session, 0)
-        user(session, "b")
+        append_user(session, "b")
         assert seqs(tmp_path / session.id / FILE_NAME) == [0, 1, 2, 3]
-    async with running(tmp_path, fsync=False) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path, fsync=False) as (_, sessions, _):
         resumed = await sessions.resume(session.id)  # repairs the open turn
-        user(resumed, "c", turn=2)
+        append_user(resumed, "c", turn=2)
     assert seqs(tmp_path / session.id / FILE_NAME) == [0, 1, 2, 3, 4, 5]
     assert calls == []
 
@@ -177,15 +172,15 @@ async def test_without_fsync_nothing_is_synced(
 async def test_enospc_on_fsync_raises_cuts_back_and_a_retry_leaves_no_gap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with running(tmp_path) as (_, sessions, plugin):
+    async with jsonl_runtime(tmp_path) as (_, sessions, plugin):
         session = sessions.create()
-        user(session, "first")
+        append_user(session, "first")
         path = tmp_path / session.id / FILE_NAME
         size = path.stat().st_size
         chunk(session, 0)
         fail_once(monkeypatch, "fsync")
         with pytest.raises(SessionWriteError) as info:
-            user(session, "second")
+            append_user(session, "second")
         error = info.value
         assert isinstance(error, DshError)
         assert isinstance(error, OSError)
@@ -199,10 +194,10 @@ async def test_enospc_on_fsync_raises_cuts_back_and_a_retry_leaves_no_gap(
         log = plugin.log_of(session.id)
         assert log is not None
         assert log.pending == 2
-        user(session, "third")  # the retry: the next commit writes all three
+        append_user(session, "third")  # the retry: the next commit writes all three
         assert seqs(path) == [0, 1, 2, 3]
         assert log.pending == 0
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         resumed = await sessions.resume(session.id)
         assert [m.text for m in resumed.derive_messages()] == ["first", "second", "third"]
 
@@ -210,9 +205,9 @@ async def test_enospc_on_fsync_raises_cuts_back_and_a_retry_leaves_no_gap(
 async def test_a_short_write_then_eio_leaves_no_torn_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         session = sessions.create()
-        user(session, "first")
+        append_user(session, "first")
         path = tmp_path / session.id / FILE_NAME
         size = path.stat().st_size
         real = os.write
@@ -230,24 +225,24 @@ async def test_a_short_write_then_eio_leaves_no_torn_record(
 
         monkeypatch.setattr(os, "write", short_then_fail)
         with pytest.raises(SessionWriteError, match="Input/output error"):
-            user(session, "second " * 20)
+            append_user(session, "second " * 20)
         assert path.stat().st_size == size
-        user(session, "third")
+        append_user(session, "third")
         assert seqs(path) == [0, 1, 2]
 
 
 async def test_a_failed_rollback_reports_both_errors_and_is_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         session = sessions.create()
-        user(session, "first")
+        append_user(session, "first")
         path = tmp_path / session.id / FILE_NAME
         size = path.stat().st_size
         fail_once(monkeypatch, "fsync", errno.EIO)
         fail_once(monkeypatch, "ftruncate", errno.EROFS)
         with pytest.raises(SessionWriteError, match="failed too") as info:
-            user(session, "second")
+            append_user(session, "second")
         group = info.value.__cause__
         assert isinstance(group, ExceptionGroup)
         assert [e.errno for e in group.exceptions if isinstance(e, OSError)] == [
@@ -255,23 +250,23 @@ async def test_a_failed_rollback_reports_both_errors_and_is_retried(
             errno.EROFS,
         ]
         assert path.stat().st_size > size  # the unsynced record is still there
-        user(session, "third")  # cuts back first, then writes both again
+        append_user(session, "third")  # cuts back first, then writes both again
         assert seqs(path) == [0, 1, 2]
 
 
 async def test_a_failed_directory_sync_is_retried_by_the_next_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         session = sessions.create()
         fail_once(monkeypatch, "fsync", errno.EIO, when=is_dir)
         with pytest.raises(SessionWriteError, match="cannot sync directory"):
-            user(session, "first")
+            append_user(session, "first")
         path = tmp_path / session.id / FILE_NAME
         assert seqs(path) == [0]  # written and synced; only the entry may not be
         monkeypatch.undo()
         calls = count_fsyncs(monkeypatch)
-        user(session, "second")
+        append_user(session, "second")
         assert calls == ["dir", "dir", "file"]
         assert seqs(path) == [0, 1]
 
@@ -279,33 +274,33 @@ async def test_a_failed_directory_sync_is_retried_by_the_next_commit(
 async def test_a_failed_creation_leaves_nothing_and_is_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         session = sessions.create()
         fail_once(monkeypatch, "fsync")
         with pytest.raises(SessionWriteError, match="cannot create session file"):
-            user(session, "first")
+            append_user(session, "first")
         directory = tmp_path / session.id
         assert list(directory.iterdir()) == []  # the temporary file is gone
-        user(session, "second")
+        append_user(session, "second")
         assert seqs(directory / FILE_NAME) == [0, 1]
 
 
 async def test_a_root_that_cannot_be_created(tmp_path: Path) -> None:
     root = tmp_path / "file"
     root.write_text("not a directory")
-    async with running(root) as (_, sessions, _):
+    async with jsonl_runtime(root) as (_, sessions, _):
         session = sessions.create()
         with pytest.raises(SessionWriteError, match="cannot create session file"):
-            user(session, "first")
+            append_user(session, "first")
 
 
 async def test_write_errors_when_closing_are_logged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.ERROR, "dsh.session-jsonl"):
-        async with running(tmp_path) as (_, sessions, _):
+        async with jsonl_runtime(tmp_path) as (_, sessions, _):
             session = sessions.create(id="closing")
-            user(session, "first")
+            append_user(session, "first")
             chunk(session, 0)  # buffered when the runtime exits
             fail_once(monkeypatch, "write")
     assert "session 'closing': records lost when closing" in caplog.text
@@ -313,9 +308,9 @@ async def test_write_errors_when_closing_are_logged(
 
 
 async def test_data_that_is_not_json_stops_persisting_the_session(tmp_path: Path) -> None:
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         session = sessions.create()
-        user(session, "first")
+        append_user(session, "first")
         chunk(session, 0)
         bad = {"turn": 1, "step": 1, "header": {"temperature": float("nan")}}
         with pytest.raises(SessionDataError, match="carries data that is not JSON") as info:
@@ -324,15 +319,15 @@ async def test_data_that_is_not_json_stops_persisting_the_session(tmp_path: Path
         assert isinstance(info.value, TypeError)
         assert f"cannot be persisted past seq {2}" in str(info.value)
         with pytest.raises(SessionDataError):
-            user(session, "later")  # the file stays a gapless prefix
+            append_user(session, "later")  # the file stays a gapless prefix
     path = tmp_path / session.id / FILE_NAME
     assert seqs(path) == [0, 1]
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         assert len((await sessions.resume(session.id)).events) == 2
 
 
 async def test_a_header_that_is_not_json_vetoes_the_session(tmp_path: Path) -> None:
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         with pytest.raises(SessionDataError, match="its header carries data that is not JSON"):
             sessions.create(id="nan", meta={"temperature": float("nan")})
         assert sessions.get("nan") is None
@@ -341,24 +336,18 @@ async def test_a_header_that_is_not_json_vetoes_the_session(tmp_path: Path) -> N
 # -- failures while loading --------------------------------------------------------------
 
 
-def write_open_turn(root: Path, sid: str, tail: bytes = b"") -> Path:
-    path = root / sid / FILE_NAME
-    path.parent.mkdir(parents=True)
-    lines = [
-        {"type": "session", "version": 1, "id": sid, "created_at": 1.0},
-        {"seq": 0, "type": "turn/start", "time": 1.0, "data": {"turn": 1}},
-    ]
-    path.write_bytes(b"".join(json.dumps(line).encode() + b"\n" for line in lines) + tail)
-    return path
-
-
 @pytest.mark.parametrize("fsync", [True, False])
 async def test_a_damaged_tail_is_cut_durably_and_the_closing_records_follow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool
 ) -> None:
-    path = write_open_turn(tmp_path, "torn", tail=b'{"seq": 1, "type": "us')
+    path = write_log(
+        tmp_path,
+        "torn",
+        [event_record(0, "turn/start", {"turn": 1})],
+        tail=b'{"seq": 1, "type": "us',
+    )
     calls = count_fsyncs(monkeypatch)
-    async with running(tmp_path, fsync=fsync) as (ctx, sessions, _):
+    async with jsonl_runtime(tmp_path, fsync=fsync) as (ctx, sessions, _):
         await ctx.serial("session/open", "torn")  # loading cuts the tail, writes nothing
         assert seqs(path) == [0]
         assert calls == (["file"] if fsync else [])
@@ -372,9 +361,9 @@ async def test_a_damaged_tail_is_cut_durably_and_the_closing_records_follow(
 async def test_a_failed_write_of_the_closing_records_is_written_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = write_open_turn(tmp_path, "open")
+    path = write_log(tmp_path, "open", [event_record(0, "turn/start", {"turn": 1})])
     before = path.read_bytes()
-    async with running(tmp_path) as (_, sessions, plugin):
+    async with jsonl_runtime(tmp_path) as (_, sessions, plugin):
         fail_once(monkeypatch, "fsync")
         with pytest.raises(SessionWriteError, match="cannot write session file"):
             await sessions.resume("open")
@@ -384,7 +373,7 @@ async def test_a_failed_write_of_the_closing_records_is_written_again(
         assert plugin.log_of("open") is None
         assert path.read_bytes().startswith(before)
     assert seqs(path) == [0, 1]
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         resumed = await sessions.resume("open")  # closed once: nothing to add
         assert [e.type for e in resumed.events] == ["turn/start", "turn/end"]
         assert resumed.turn_end(1) == {"kind": "interrupted"}
@@ -394,9 +383,11 @@ async def test_a_failed_write_of_the_closing_records_is_written_again(
 async def test_a_failed_cut_of_a_damaged_tail(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = write_open_turn(tmp_path, "torn", tail=b'{"seq": 1')
+    path = write_log(
+        tmp_path, "torn", [event_record(0, "turn/start", {"turn": 1})], tail=b'{"seq": 1'
+    )
     before = path.read_bytes()
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         fail_once(monkeypatch, "ftruncate")
         with pytest.raises(SessionWriteError, match="cannot cut session file"):
             await sessions.resume("torn")

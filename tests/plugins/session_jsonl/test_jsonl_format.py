@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,16 +17,14 @@ from dsh_session_jsonl import (
     list_sessions,
 )
 from dsh_session_jsonl._format import _FIELDS, InvalidRecord, parse_event, parse_log
+from tests.plugins.session_jsonl.jsonl_support import (
+    event_record,
+    header_record,
+    record_line,
+    write_session_file,
+)
 
 USER = Message.user("hi").to_json()
-
-
-def line(record: Any) -> bytes:
-    return json.dumps(record).encode()
-
-
-def event(seq: int, kind: str, data: dict[str, Any], time: float = 1.0) -> dict[str, Any]:
-    return {"seq": seq, "type": kind, "time": time, "data": data}
 
 
 def test_every_event_type_has_its_field_checks() -> None:
@@ -40,27 +36,55 @@ def test_every_event_type_has_its_field_checks() -> None:
     [
         (b'{"seq": 0', "not JSON"),
         (b"\xff\xfe", "not JSON"),
-        (line([1, 2]), "not an event record"),
-        (line({**event(0, "turn/start", {"turn": 1}), "extra": 1}), "not an event record"),
-        (line(event(-1, "turn/start", {"turn": 1})), "seq -1 is not a non-negative integer"),
-        (line(event(True, "turn/start", {"turn": 1})), "seq True is not"),
-        (line(event(0, "turn/begin", {"turn": 1})), "unknown event type 'turn/begin'"),
-        (line({**event(0, "turn/start", {"turn": 1}), "time": "now"}), "time 'now' is not"),
-        (line({**event(0, "turn/start", {"turn": 1}), "time": False}), "time False is not"),
-        (line({**event(0, "turn/start", {}), "data": []}), "data is not an object"),
-        (line(event(0, "turn/start", {})), "data.turn is missing or malformed"),
-        (line(event(0, "turn/start", {"turn": "1"})), "data.turn is missing or malformed"),
-        (line(event(0, "turn/end", {"turn": 1, "reason": "done"})), "data.reason"),
-        (line(event(0, "turn/end", {"turn": 1, "reason": {}})), "data.reason"),
-        (line(event(0, "user/message", {"turn": 1, "message": "hi"})), "data.message"),
+        (record_line([1, 2]), "not an event record"),
         (
-            line(event(0, "user/message", {"turn": 1, "message": {"role": "x", "content": []}})),
+            record_line({**event_record(0, "turn/start", {"turn": 1}), "extra": 1}),
+            "not an event record",
+        ),
+        (
+            record_line(event_record(-1, "turn/start", {"turn": 1})),
+            "seq -1 is not a non-negative integer",
+        ),
+        (record_line(event_record(True, "turn/start", {"turn": 1})), "seq True is not"),
+        (
+            record_line(event_record(0, "turn/begin", {"turn": 1})),
+            "unknown event type 'turn/begin'",
+        ),
+        (
+            record_line({**event_record(0, "turn/start", {"turn": 1}), "time": "now"}),
+            "time 'now' is not",
+        ),
+        (
+            record_line({**event_record(0, "turn/start", {"turn": 1}), "time": False}),
+            "time False is not",
+        ),
+        (record_line({**event_record(0, "turn/start", {}), "data": []}), "data is not an object"),
+        (record_line(event_record(0, "turn/start", {})), "data.turn is missing or malformed"),
+        (
+            record_line(event_record(0, "turn/start", {"turn": "1"})),
+            "data.turn is missing or malformed",
+        ),
+        (record_line(event_record(0, "turn/end", {"turn": 1, "reason": "done"})), "data.reason"),
+        (record_line(event_record(0, "turn/end", {"turn": 1, "reason": {}})), "data.reason"),
+        (
+            record_line(event_record(0, "user/message", {"turn": 1, "message": "hi"})),
             "data.message",
         ),
-        (line(event(0, "assistant/chunk", {"turn": 1, "step": 1, "chunk": 1})), "data.chunk"),
         (
-            line(
-                event(
+            record_line(
+                event_record(
+                    0, "user/message", {"turn": 1, "message": {"role": "x", "content": []}}
+                )
+            ),
+            "data.message",
+        ),
+        (
+            record_line(event_record(0, "assistant/chunk", {"turn": 1, "step": 1, "chunk": 1})),
+            "data.chunk",
+        ),
+        (
+            record_line(
+                event_record(
                     0,
                     "tool/result",
                     {
@@ -83,8 +107,8 @@ def test_invalid_records(raw: bytes, problem: str) -> None:
 
 
 def test_a_valid_record_round_trips() -> None:
-    record = event(3, "user/message", {"turn": 1, "step": 1, "message": USER}, 2.5)
-    assert parse_event(line(record)).to_json() == record
+    record = event_record(3, "user/message", {"turn": 1, "step": 1, "message": USER}, 2.5)
+    assert parse_event(record_line(record)).to_json() == record
 
 
 HEADER = {"type": "session", "version": 1, "id": "s", "created_at": 1.0}
@@ -94,16 +118,16 @@ HEADER = {"type": "session", "version": 1, "id": "s", "created_at": 1.0}
     ("raw", "problem"),
     [
         (b"", "the file has no complete header line"),
-        (line(HEADER), "the file has no complete header line"),  # no newline
+        (record_line(HEADER), "the file has no complete header line"),  # no newline
         (b"{nope\n", "the header is not JSON"),
-        (line([HEADER]) + b"\n", "line 1 is not a session header"),
-        (line({**HEADER, "type": "turn/start"}) + b"\n", "line 1 is not a session header"),
-        (line({**HEADER, "version": 2}) + b"\n", "unsupported format version 2"),
-        (line({k: v for k, v in HEADER.items() if k != "version"}) + b"\n", "version None"),
-        (line({**HEADER, "id": "t"}) + b"\n", "the header names session 't'"),
-        (line({**HEADER, "created_at": "x"}) + b"\n", "created_at or cwd is malformed"),
-        (line({**HEADER, "cwd": 3}) + b"\n", "created_at or cwd is malformed"),
-        (line({**HEADER, "meta": []}) + b"\n", "meta is not an object"),
+        (record_line([HEADER]) + b"\n", "line 1 is not a session header"),
+        (record_line({**HEADER, "type": "turn/start"}) + b"\n", "line 1 is not a session header"),
+        (record_line({**HEADER, "version": 2}) + b"\n", "unsupported format version 2"),
+        (record_line({k: v for k, v in HEADER.items() if k != "version"}) + b"\n", "version None"),
+        (record_line({**HEADER, "id": "t"}) + b"\n", "the header names session 't'"),
+        (record_line({**HEADER, "created_at": "x"}) + b"\n", "created_at or cwd is malformed"),
+        (record_line({**HEADER, "cwd": 3}) + b"\n", "created_at or cwd is malformed"),
+        (record_line({**HEADER, "meta": []}) + b"\n", "meta is not an object"),
     ],
 )
 def test_invalid_headers(raw: bytes, problem: str) -> None:
@@ -113,49 +137,40 @@ def test_invalid_headers(raw: bytes, problem: str) -> None:
 
 def test_a_full_header_is_read_back() -> None:
     header = {**HEADER, "cwd": "/w", "meta": {"agent": "a"}}
-    parsed = parse_log(line(header) + b"\n", "f", "s")
+    parsed = parse_log(record_line(header) + b"\n", "f", "s")
     assert parsed.header.to_json() == {
         k: v for k, v in header.items() if k not in ("type", "version")
     }
-    assert (parsed.events, parsed.length, parsed.notes) == ([], len(line(header)) + 1, [])
+    assert (parsed.events, parsed.length, parsed.notes) == ([], len(record_line(header)) + 1, [])
 
 
 # -- listing -----------------------------------------------------------------------------
 
 
-def write(root: Path, sid: str, lines: list[Any], tail: bytes = b"") -> Path:
-    path = root / sid / FILE_NAME
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"".join(line(x) + b"\n" for x in lines) + tail)
-    return path
-
-
-def header(sid: str, created: float, **extra: Any) -> dict[str, Any]:
-    return {"type": "session", "version": 1, "id": sid, "created_at": created, **extra}
-
-
 def test_list_sessions(tmp_path: Path) -> None:
     assert list_sessions(tmp_path / "missing") == []
-    write(
+    write_session_file(
         tmp_path,
         "done",
         [
-            header("done", 10.0, cwd="/w", meta={"agent": "main", "model": "m"}),
-            event(0, "turn/start", {"turn": 1}, 11.0),
-            event(1, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}, 12.0),
-            event(2, "turn/start", {"turn": 2}, 13.0),
-            event(3, "turn/end", {"turn": 2, "reason": {"kind": "completed"}}, 14.0),
+            header_record("done", 10.0, cwd="/w", meta={"agent": "main", "model": "m"}),
+            event_record(0, "turn/start", {"turn": 1}, 11.0),
+            event_record(1, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}, 12.0),
+            event_record(2, "turn/start", {"turn": 2}, 13.0),
+            event_record(3, "turn/end", {"turn": 2, "reason": {"kind": "completed"}}, 14.0),
         ],
     )
-    write(
+    write_session_file(
         tmp_path,
         "crashed",
-        [header("crashed", 20.0), event(0, "turn/start", {"turn": 1}, 30.0)],
+        [header_record("crashed", 20.0), event_record(0, "turn/start", {"turn": 1}, 30.0)],
         tail=b'{"seq": 1, "type": "us',
     )
-    write(tmp_path, "fresh", [header("fresh", 25.0)])
-    write(tmp_path, "badheader", [{"type": "nope"}])
-    write(tmp_path, "tornheader", [], tail=line(header("tornheader", 1.0)))
+    write_session_file(tmp_path, "fresh", [header_record("fresh", 25.0)])
+    write_session_file(tmp_path, "badheader", [{"type": "nope"}])
+    write_session_file(
+        tmp_path, "tornheader", [], tail=record_line(header_record("tornheader", 1.0))
+    )
     (tmp_path / "nofile").mkdir()
     (tmp_path / "stray.txt").write_text("not a session")
     (tmp_path / ".hidden").mkdir()
@@ -191,13 +206,15 @@ def test_list_sessions(tmp_path: Path) -> None:
 
 
 def test_list_sessions_reads_only_the_tail_of_a_long_log(tmp_path: Path) -> None:
-    records = [header("long", 1.0)]
-    records += [event(seq, "turn/start", {"turn": seq + 1}, float(seq)) for seq in range(2000)]
+    records = [header_record("long", 1.0)]
+    records += [
+        event_record(seq, "turn/start", {"turn": seq + 1}, float(seq)) for seq in range(2000)
+    ]
     # The last 100 KB are one unparsable line: the tail is read in growing blocks.
-    write(tmp_path, "long", records, tail=b"x" * 100_000 + b"\n")
+    write_session_file(tmp_path, "long", records, tail=b"x" * 100_000 + b"\n")
     (summary,) = list_sessions(tmp_path)
     assert (summary.events, summary.turns, summary.open) == (2000, 2000, True)
-    write(tmp_path, "junk", [header("junk", 1.0)], tail=b"y" * 70_000 + b"\n")
+    write_session_file(tmp_path, "junk", [header_record("junk", 1.0)], tail=b"y" * 70_000 + b"\n")
     junk = next(s for s in list_sessions(tmp_path) if s.id == "junk")
     assert (junk.events, junk.last_activity, junk.error) == (0, 1.0, None)
 

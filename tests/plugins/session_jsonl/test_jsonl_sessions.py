@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from dsh_session_jsonl import (
     SessionReadError,
     check_session_id,
 )
+from tests.plugins.session_jsonl.jsonl_support import file_records, jsonl_runtime, write_log
 
 pytestmark = pytest.mark.anyio
 
@@ -34,17 +34,6 @@ UNKNOWN_OUTCOME = (
     "Error: the session was interrupted while this tool call ran; its outcome is unknown"
 )
 NOT_STARTED = "Error: the session was interrupted before this tool call started"
-
-Runtime = tuple[Context, Sessions, JsonlSessions]
-
-
-@asynccontextmanager
-async def running(root: Path, **config: Any) -> AsyncIterator[Runtime]:
-    """A root with the store and the JSONL backend on ``root``."""
-    async with Context() as ctx:
-        await ctx.plugin(Sessions)
-        fiber = await ctx.plugin(JsonlSessions, {"root": str(root), **config})
-        yield ctx, ctx.sessions, fiber.instance
 
 
 def turn(session: Session, n: int, *, close: bool = True) -> None:
@@ -82,31 +71,15 @@ def turn(session: Session, n: int, *, close: bool = True) -> None:
         session.append("turn/end", {"turn": n, "reason": {"kind": "completed"}})
 
 
-def records(session: Session) -> list[dict[str, Any]]:
+def json_records(session: Session) -> list[dict[str, Any]]:
     return [json.loads(json.dumps(e.to_json())) for e in session.events]
-
-
-def file_lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_bytes().splitlines()]
-
-
-def write_log(
-    root: Path, sid: str, events: list[dict[str, Any]], tail: bytes = b"", created: float = 1.0
-) -> Path:
-    """A session file written by hand: header, ``events`` as lines, then ``tail``."""
-    header = {"type": "session", "version": 1, "id": sid, "created_at": created}
-    path = root / sid / FILE_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps(header).encode()] + [json.dumps(e).encode() for e in events]
-    path.write_bytes(b"\n".join(lines) + b"\n" + tail)
-    return path
 
 
 def events_of(build: Callable[[Session], None]) -> list[dict[str, Any]]:
     """The records ``build`` appends to an in-memory session (no persistence)."""
     session = Session(SessionHeader("scratch", 1.0))
     build(session)
-    return records(session)
+    return json_records(session)
 
 
 def two_turns(session: Session) -> None:
@@ -131,7 +104,7 @@ def same(a: list[SessionEvent], b: list[SessionEvent]) -> bool:
 
 
 async def test_round_trip_through_a_fresh_runtime(tmp_path: Path) -> None:
-    async with running(tmp_path) as (_, sessions, plugin):
+    async with jsonl_runtime(tmp_path) as (_, sessions, plugin):
         session = sessions.create(cwd="/work", meta={"agent": "main", "model": "m"})
         turn(session, 1)
         turn(session, 2)
@@ -142,7 +115,7 @@ async def test_round_trip_through_a_fresh_runtime(tmp_path: Path) -> None:
         assert plugin.log_of(session.id) is not None
         assert repr(plugin).startswith("<JsonlSessions")
     path = tmp_path / session.id / FILE_NAME
-    lines = file_lines(path)
+    lines = file_records(path)
     assert lines[0] == {
         "type": "session",
         "version": 1,
@@ -154,14 +127,14 @@ async def test_round_trip_through_a_fresh_runtime(tmp_path: Path) -> None:
     assert lines[1:] == [json.loads(json.dumps(e.to_json())) for e in written]
     assert path.stat().st_mode & 0o777 == 0o600
     assert path.parent.stat().st_mode & 0o777 == 0o700
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         resumed = await sessions.resume(session.id)
         assert resumed.header == session.header
         assert same(resumed.events, written)
         assert resumed.derive_messages() == messages
         # Appending goes on where the file ended.
         turn(resumed, 3)
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         again = await sessions.resume(session.id)
         assert [e.seq for e in again.events] == list(range(len(again.events)))
         assert again.last_turn() == 3
@@ -170,26 +143,26 @@ async def test_round_trip_through_a_fresh_runtime(tmp_path: Path) -> None:
 
 async def test_unicode_and_lone_surrogates_survive(tmp_path: Path) -> None:
     texts = ["héllo 你好 🎉", "bad \ud800 surrogate"]
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         session = sessions.create()
         for text in texts:
             session.append("user/message", {"turn": 1, "message": Message.user(text).to_json()})
     assert "\\ud800" in (tmp_path / session.id / FILE_NAME).read_text()
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         resumed = await sessions.resume(session.id)
         assert [m.text for m in resumed.derive_messages()] == texts
         assert len(resumed.events) == 2  # outside any turn: nothing to repair
 
 
 async def test_no_file_until_the_first_write(tmp_path: Path) -> None:
-    async with running(tmp_path) as (_, sessions, plugin):
+    async with jsonl_runtime(tmp_path) as (_, sessions, plugin):
         session = sessions.create()
         assert not (tmp_path / session.id).exists()  # loading a deployment writes nothing
         session.append("turn/start", {"turn": 1})
         assert not (tmp_path / session.id).exists()  # buffered
         session.append("user/message", {"turn": 1, "message": Message.user("hi").to_json()})
         path = tmp_path / session.id / FILE_NAME
-        assert [line.get("seq") for line in file_lines(path)] == [None, 0, 1]
+        assert [line.get("seq") for line in file_records(path)] == [None, 0, 1]
         log = plugin.log_of(session.id)
         assert log is not None
         assert log.path == path
@@ -203,7 +176,7 @@ async def test_no_file_until_the_first_write(tmp_path: Path) -> None:
 
 
 async def test_a_session_leaving_the_store_flushes_and_closes_its_file(tmp_path: Path) -> None:
-    async with running(tmp_path) as (ctx, sessions, plugin):
+    async with jsonl_runtime(tmp_path) as (ctx, sessions, plugin):
         made: list[Session] = []
 
         def owner(octx: Context, config: None) -> None:
@@ -217,7 +190,7 @@ async def test_a_session_leaving_the_store_flushes_and_closes_its_file(tmp_path:
         assert plugin.log_of(session.id) is not None
         await fiber.dispose()
         assert plugin.log_of(session.id) is None
-        assert file_lines(tmp_path / session.id / FILE_NAME)[-1]["type"] == "turn/start"
+        assert file_records(tmp_path / session.id / FILE_NAME)[-1]["type"] == "turn/start"
         # The lock is released: the same runtime can resume it (turn 2 is repaired).
         resumed = await sessions.resume(session.id)
         assert resumed.turn_end(2) == {"kind": "interrupted"}
@@ -233,11 +206,11 @@ async def test_unloading_the_plugin_closes_every_file(tmp_path: Path) -> None:
         session.append("step/start", {"turn": 1, "step": 2})  # buffered
         await fiber.dispose()
         assert plugin.log_of(session.id) is None
-        lines = file_lines(tmp_path / session.id / FILE_NAME)
+        lines = file_records(tmp_path / session.id / FILE_NAME)
         assert lines[-1]["type"] == "step/start"
         # Not persisted any more, and the file is free for another runtime.
         session.append("step/end", {"turn": 1, "step": 2})
-        async with running(tmp_path) as (_, other, _):
+        async with jsonl_runtime(tmp_path) as (_, other, _):
             resumed = await other.resume(session.id)
             assert [e.type for e in resumed.events[-2:]] == ["step/end", "turn/end"]
 
@@ -257,7 +230,7 @@ async def test_a_restarted_plugin_continues_the_same_files(tmp_path: Path) -> No
         session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
         written = list(session.events)
         assert not (tmp_path / untouched.id).exists()
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         assert same((await sessions.resume(session.id)).events, written)
 
 
@@ -269,24 +242,24 @@ async def test_sessions_that_went_live_before_the_plugin_are_written(tmp_path: P
         empty = ctx.sessions.create()
         fiber = await ctx.plugin(JsonlSessions, {"root": str(tmp_path)})
         assert fiber.state is FiberState.ACTIVE
-        assert len(file_lines(tmp_path / session.id / FILE_NAME)) == len(session.events) + 1
+        assert len(file_records(tmp_path / session.id / FILE_NAME)) == len(session.events) + 1
         assert not (tmp_path / empty.id).exists()
         turn(session, 2)
         written = list(session.events)
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         assert same((await sessions.resume(session.id)).events, written)
 
 
 async def test_a_session_unknown_to_the_plugin_is_attached_on_its_first_event(
     tmp_path: Path,
 ) -> None:
-    async with running(tmp_path) as (ctx, _, plugin):
+    async with jsonl_runtime(tmp_path) as (ctx, _, plugin):
         header = SessionHeader("stray", 5.0)
         stray = Session(header, on_append=lambda s, e: ctx.emit("session/event", s, e))
         stray.append("turn/start", {"turn": 1})
         assert plugin.log_of("stray") is not None
         turn(stray, 2)
-    lines = file_lines(tmp_path / "stray" / FILE_NAME)
+    lines = file_records(tmp_path / "stray" / FILE_NAME)
     assert [line.get("seq") for line in lines] == [None, *range(len(stray.events))]
 
 
@@ -299,7 +272,7 @@ async def test_attach_refuses_a_file_of_another_session_with_that_id(tmp_path: P
         with pytest.raises(SessionExistsError, match='holds another session "taken"'):
             await fiber
         # The file was left alone and unlocked.
-        async with running(tmp_path) as (_, other, _):
+        async with jsonl_runtime(tmp_path) as (_, other, _):
             assert len((await other.resume("taken")).events) == 15
 
 
@@ -308,23 +281,23 @@ async def test_attach_cuts_a_damaged_tail_then_writes_what_is_missing(tmp_path: 
         await ctx.plugin(Sessions)
         session = ctx.sessions.create(id="live")
         turn(session, 1)
-        done = records(session)
+        done = json_records(session)
         turn(session, 2, close=False)
         # A previous backend instance wrote turn 1 and died mid-record.
         created = session.header.created_at
         write_log(tmp_path, "live", done, tail=b'{"seq": 15, "ty', created=created)
         await ctx.plugin(JsonlSessions, {"root": str(tmp_path)})
         written = list(session.events)
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         resumed = await sessions.resume("live")
         assert same(resumed.events[: len(written)], written)
         assert resumed.turn_end(2) == {"kind": "interrupted"}
 
 
 async def test_creating_a_stored_id_is_refused(tmp_path: Path) -> None:
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         turn(sessions.create(id="dup"), 1)
-    async with running(tmp_path) as (_, sessions, plugin):
+    async with jsonl_runtime(tmp_path) as (_, sessions, plugin):
         with pytest.raises(SessionExistsError, match='session "dup" is already stored'):
             sessions.create(id="dup")
         assert sessions.get("dup") is None
@@ -334,12 +307,12 @@ async def test_creating_a_stored_id_is_refused(tmp_path: Path) -> None:
 async def test_an_id_taken_on_disk_after_creation_is_refused_at_the_first_write(
     tmp_path: Path,
 ) -> None:
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         session = sessions.create(id="race")
         write_log(tmp_path, "race", [])  # another process published it first
         with pytest.raises(SessionExistsError, match="already exists"):
             session.append("user/message", {"turn": 1, "message": Message.user("x").to_json()})
-        assert file_lines(tmp_path / "race" / FILE_NAME)[1:] == []
+        assert file_records(tmp_path / "race" / FILE_NAME)[1:] == []
         assert [p.name for p in (tmp_path / "race").iterdir()] == [FILE_NAME]
 
 
@@ -348,7 +321,7 @@ async def test_an_id_taken_on_disk_after_creation_is_refused_at_the_first_write(
 
 async def test_resuming_an_unknown_id(tmp_path: Path) -> None:
     (tmp_path / "nofile").mkdir()
-    async with running(tmp_path) as (ctx, sessions, _):
+    async with jsonl_runtime(tmp_path) as (ctx, sessions, _):
         assert await ctx.serial("session/open", "nothing") is None
         assert await ctx.serial("session/open", "nofile") is None
         with pytest.raises(SessionError, match='no stored session "nothing"'):
@@ -361,7 +334,7 @@ async def test_a_torn_last_line_is_dropped(
     events = events_of(lambda s: turn(s, 1))
     path = write_log(tmp_path, "torn", events, tail=b'{"seq": 15, "type": "turn/st')
     good = len(path.read_bytes()) - len(b'{"seq": 15, "type": "turn/st')
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         with caplog.at_level(logging.WARNING, "dsh.session-jsonl"):
             resumed = await sessions.resume("torn")
         assert [e.to_json() for e in resumed.events] == events
@@ -378,7 +351,7 @@ async def test_a_corrupt_record_before_the_last_turn_end_refuses_the_load(
     raw[5] = b'{"seq": 4, "type": "assistant/chunk", "time": 1, "da'  # line 6
     path.write_bytes(b"\n".join(raw))
     before = path.read_bytes()
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         with pytest.raises(SessionCorruptError) as info:
             await sessions.resume("bad")
         assert sessions.get("bad") is None
@@ -397,7 +370,7 @@ async def test_an_invalid_record_after_the_last_turn_end_truncates_and_repairs(
     broken = dict(events[23], data={"turn": 2, "step": 1})  # line 25: fields missing
     later = [events[24], {"not": "a record"}, events[25]]  # lines 26-28: after the damage
     path = write_log(tmp_path, "tail", [*events[:23], broken, *later])
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         with caplog.at_level(logging.WARNING, "dsh.session-jsonl"):
             resumed = await sessions.resume("tail")
         kinds = [e.type for e in resumed.events[23:]]
@@ -408,7 +381,7 @@ async def test_an_invalid_record_after_the_last_turn_end_truncates_and_repairs(
         assert result["content"] == NOT_STARTED
     assert f'{path}:25: "tool/call" record: data.call_id is missing or malformed' in caplog.text
     assert "dropped it and the 3 line(s) after it" in caplog.text
-    lines = file_lines(path)
+    lines = file_records(path)
     assert [line.get("seq") for line in lines] == [None, *range(26)]
     assert lines[24:] == [e.to_json() for e in resumed.events[23:]]
 
@@ -417,7 +390,7 @@ async def test_a_seq_gap_refuses_the_load(tmp_path: Path) -> None:
     events = events_of(lambda s: turn(s, 1))
     del events[7]
     path = write_log(tmp_path, "gap", events)
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         with pytest.raises(SessionCorruptError, match=f"{path}:9: seq 8 where 7 was expected"):
             await sessions.resume("gap")
 
@@ -431,14 +404,14 @@ async def test_an_open_turn_with_a_pending_tool_call_is_closed_durably(tmp_path:
     events = events_of(crashed)
     path = write_log(tmp_path, "open", events)
     before = path.read_bytes()
-    async with running(tmp_path) as (ctx, sessions, _):
+    async with jsonl_runtime(tmp_path) as (ctx, sessions, _):
         _, loaded = await ctx.serial("session/open", "open")
         assert [e.to_json() for e in loaded] == events  # loading alone writes nothing
         assert path.read_bytes() == before
         # The store closes the turn; its records reach the file before resume returns.
         resumed = await sessions.resume("open")
         closers = [e.to_json() for e in resumed.events[len(events) :]]
-        assert file_lines(path)[1:] == [*events, *closers]
+        assert file_records(path)[1:] == [*events, *closers]
         assert [c["seq"] for c in closers] == [24, 25, 26]
         assert [(c["type"], c["data"]) for c in closers] == [
             (
@@ -461,20 +434,20 @@ async def test_an_open_turn_with_a_pending_tool_call_is_closed_durably(tmp_path:
         assert history[-2].tool_calls[0].id == "call-2"
     # Closed on disk exactly once: a fresh runtime finds nothing to close.
     closed = path.read_bytes()
-    ends = [line for line in file_lines(path) if line.get("type") == "turn/end"]
+    ends = [line for line in file_records(path) if line.get("type") == "turn/end"]
     assert [end["data"]["turn"] for end in ends] == [1, 2]
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         again = await sessions.resume("open")
         assert same(again.events, resumed.events)
         assert path.read_bytes() == closed  # resuming again added nothing
         again.append("turn/start", {"turn": 3})  # the log goes on after the repair
         again.append("user/message", {"turn": 3, "message": Message.user("x").to_json()})
     assert path.read_bytes().startswith(closed)
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         third = await sessions.resume("open")  # turn 3 is closed now, turn 2 untouched
         assert same(third.events[:27], resumed.events)
         assert [e.type for e in third.events[27:]] == ["turn/start", "user/message", "turn/end"]
-    assert [line.get("seq") for line in file_lines(path)] == [None, *range(30)]
+    assert [line.get("seq") for line in file_records(path)] == [None, *range(30)]
 
 
 async def test_a_closed_log_and_a_log_without_turns_load_unchanged(tmp_path: Path) -> None:
@@ -488,7 +461,7 @@ async def test_a_closed_log_and_a_log_without_turns_load_unchanged(tmp_path: Pat
     after = write_log(tmp_path, "after", events_of(closed_then_a_message))
     paths = [closed, empty, after]
     before = [path.read_bytes() for path in paths]
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         assert len((await sessions.resume("closed")).events) == 15
         assert (await sessions.resume("empty")).events == []
         assert len((await sessions.resume("after")).events) == 16
@@ -508,7 +481,7 @@ async def test_a_file_that_changed_between_load_and_adoption_is_refused(
             with path.open("ab") as file:
                 file.write(b"{}\n")
 
-    async with running(tmp_path) as (ctx, sessions, _):
+    async with jsonl_runtime(tmp_path) as (ctx, sessions, _):
         ctx.on("session/created", meddle, prepend=True)
         with pytest.raises(SessionInUseError, match="changed after it was loaded"):
             await sessions.resume("moving")
@@ -519,7 +492,7 @@ async def test_a_loaded_session_not_adopted_does_not_confuse_a_later_create(
     tmp_path: Path,
 ) -> None:
     write_log(tmp_path, "loaded", events_of(lambda s: turn(s, 1)))
-    async with running(tmp_path) as (ctx, sessions, _):
+    async with jsonl_runtime(tmp_path) as (ctx, sessions, _):
         header, events = await ctx.serial("session/open", "loaded")
         assert header.id == "loaded"
         assert len(events) == 15
@@ -528,14 +501,14 @@ async def test_a_loaded_session_not_adopted_does_not_confuse_a_later_create(
 
 
 async def test_a_live_session_cannot_be_opened_twice(tmp_path: Path) -> None:
-    async with running(tmp_path) as (ctx, sessions, _):
+    async with jsonl_runtime(tmp_path) as (ctx, sessions, _):
         live = sessions.create(id="live")
         turn(live, 1)
         with pytest.raises(SessionError, match='session "live" already exists'):
             await sessions.resume("live")  # the store refuses before asking
         with pytest.raises(SessionInUseError, match='session "live" is live in this process'):
             await ctx.serial("session/open", "live")
-        async with running(tmp_path) as (_, other, _):
+        async with jsonl_runtime(tmp_path) as (_, other, _):
             with pytest.raises(SessionInUseError, match="in use by a live session"):
                 await other.resume("live")
 
@@ -550,7 +523,7 @@ async def test_unreadable_session_files(tmp_path: Path, monkeypatch: pytest.Monk
             raise OSError(5, "Input/output error")
         return real_read(fd, size)
 
-    async with running(tmp_path) as (_, sessions, _):
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
         with pytest.raises(SessionReadError, match="cannot open session file"):
             await sessions.resume("dir")
         monkeypatch.setattr(os, "read", failing_read)
@@ -574,7 +547,7 @@ async def test_the_store_lists_stored_sessions_most_recent_first(tmp_path: Path)
     write_log(tmp_path, "fresh", [], created=150.0)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / FILE_NAME).write_text('{"type": "nope"}\n')
-    async with running(tmp_path) as (_, sessions, plugin):
+    async with jsonl_runtime(tmp_path) as (_, sessions, plugin):
         live = sessions.create(id="live", cwd="/w", meta={"agent": "main"})
         turn(live, 1)
         stored = sessions.stored()
@@ -608,7 +581,7 @@ BAD_IDS = ["../x", "a/b", "/abs/x", "", ".", "..", "a\n", "-x", ".hidden", "x" *
 @pytest.mark.parametrize("bad", BAD_IDS)
 async def test_ids_that_could_escape_the_root_are_refused(tmp_path: Path, bad: str) -> None:
     root = tmp_path / "root"
-    async with running(root) as (_, sessions, _):
+    async with jsonl_runtime(root) as (_, sessions, _):
         with pytest.raises(SessionIdError, match="invalid session id") as info:
             await sessions.resume(bad)
         assert repr(bad) in str(info.value)

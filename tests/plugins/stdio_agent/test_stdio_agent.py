@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from dsh import Context, FiberState, ServiceNotFoundError
+from dsh.testing import Mark, Reply, ScriptedModel, Wait, text, tool_call, tool_calls
 from dsh_agent import Agent, StepBlocked
 from dsh_agent_core import AgentCore
 from dsh_llm import (
@@ -24,11 +25,9 @@ from dsh_llm import (
     Chunk,
     Finish,
     LlmFailure,
-    LlmRequest,
     Message,
     ReasoningDelta,
     TextDelta,
-    ToolCallDelta,
 )
 from dsh_session import Session
 from dsh_stdio_agent import (
@@ -45,55 +44,11 @@ from dsh_tools import Tool, ToolCall
 
 pytestmark = pytest.mark.anyio
 
-#: In a scripted reply: block (until the turn is cancelled) once the chunks before it
-#: have been streamed.
-HANG = "hang"
 
-Reply = Sequence[Chunk | str]
-
-
-class Scripted:
-    """A model that answers each request with the next scripted reply."""
-
-    def __init__(self, replies: Sequence[Reply]) -> None:
-        self.replies = list(replies)
-        self.requests: list[LlmRequest] = []
-        self.hanging = anyio.Event()
-
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        self.requests.append(request)
-        for chunk in self.replies.pop(0):
-            await anyio.lowlevel.checkpoint()  # like a real model's I/O
-            if isinstance(chunk, str):
-                self.hanging.set()
-                await anyio.sleep_forever()
-            else:
-                yield chunk
-
-
-def text(*parts: str, finish: Any = "stop") -> list[Chunk | str]:
-    return [
-        BlockStart(0, "text"),
-        *(TextDelta(0, part) for part in parts),
-        BlockEnd(0),
-        Finish(finish),
-    ]
-
-
-def call(name: str, arguments: str, *, before: str = "") -> list[Chunk | str]:
-    chunks: list[Chunk | str] = []
-    if before:
-        chunks += [BlockStart(0, "text"), TextDelta(0, before), BlockEnd(0)]
-    return [
-        *chunks,
-        BlockStart(1, "tool-call"),
-        ToolCallDelta(1, "call-1", arguments, name=name),
-        BlockEnd(1),
-        Finish("tool-calls"),
-    ]
-
-
-HANGING: list[Chunk | str] = [BlockStart(0, "text"), TextDelta(0, "thinking"), HANG]
+def hanging(streamed: anyio.Event) -> list[Any]:
+    """A reply that streams "thinking", sets ``streamed`` and then holds the stream
+    until the turn is cancelled."""
+    return [BlockStart(0, "text"), TextDelta(0, "thinking"), Mark(streamed), Wait(anyio.Event())]
 
 
 class EchoArgs(BaseModel):
@@ -153,10 +108,10 @@ class Mirror(io.StringIO):
 
 
 @dataclass
-class Rig:
+class FrontRig:
     root: Context
     front: Any
-    model: Scripted
+    model: ScriptedModel
     lines: Lines
     out: io.StringIO
     err: io.StringIO
@@ -169,19 +124,19 @@ class Rig:
 
 
 @asynccontextmanager
-async def rig(
+async def front_rig(
     *replies: Reply,
     config: dict[str, Any] | None = None,
     core: dict[str, Any] | None = None,
     interactive: bool = False,
-) -> AsyncIterator[Rig]:
+) -> AsyncIterator[FrontRig]:
     """A root with agent-core on a scripted model, an echo tool and the front-end,
     its streams captured (``both`` holds stdout and stderr interleaved)."""
     async with Context() as root:
-        model = Scripted(replies)
+        model = ScriptedModel(*replies)
         settings = {"model": "scripted", "persona": "You are {{model}}-bot."} | (core or {})
         await root.plugin(AgentCore, settings)
-        root.llm.register_adapter(["scripted"], model)
+        model.install(root)
         root.tools.register(
             Tool(name="echo", description="Echo.", parameters=EchoArgs, execute=echo)
         )
@@ -194,7 +149,7 @@ async def rig(
         front.read_line = lines.read_line
         front.interactive = interactive
         try:
-            yield Rig(root, front, model, lines, out, err, both)
+            yield FrontRig(root, front, model, lines, out, err, both)
         finally:
             lines.dispose()
 
@@ -214,7 +169,7 @@ async def run_in_background(tg: anyio.abc.TaskGroup, fn: Callable[[], Awaitable[
 
 
 async def test_one_shot_streams_the_answer_to_stdout() -> None:
-    async with rig(text("hel", "lo ", "there")) as r:
+    async with front_rig(text("hel", "lo ", "there")) as r:
         assert await r.front.run(prompt="hi") == EXIT_OK
         assert r.out.getvalue() == "hello there\n"
         assert r.err.getvalue() == ""
@@ -224,8 +179,11 @@ async def test_one_shot_streams_the_answer_to_stdout() -> None:
 
 
 async def test_one_shot_shows_tool_calls_in_order() -> None:
-    replies = [call("echo", '{"text": "hi"}', before="Let me check."), text("It said hi.")]
-    async with rig(*replies) as r:
+    replies: list[Reply] = [
+        tool_calls(tool_call("echo", '{"text": "hi"}'), before="Let me check."),
+        text("It said hi."),
+    ]
+    async with front_rig(*replies) as r:
         assert await r.front.run(prompt="echo hi") == EXIT_OK
         assert r.both.getvalue() == (
             'Let me check.\n[tool] echo {"text": "hi"}\n[tool] echo -> hi\nIt said hi.\n'
@@ -234,8 +192,12 @@ async def test_one_shot_shows_tool_calls_in_order() -> None:
 
 async def test_tool_errors_and_long_previews_are_compact() -> None:
     arguments = '{"text": "' + "word " * 30 + '"}'
-    replies = [call("nope", "{}"), call("echo", arguments), text("done")]
-    async with rig(*replies, config={"preview_chars": 20}) as r:
+    replies: list[Reply] = [
+        tool_calls(tool_call("nope")),
+        tool_calls(tool_call("echo", arguments)),
+        text("done"),
+    ]
+    async with front_rig(*replies, config={"preview_chars": 20}) as r:
         assert await r.front.run(prompt="go") == EXIT_OK
         err = r.err.getvalue().splitlines()
         assert err[0] == "[tool] nope {}"
@@ -247,14 +209,14 @@ async def test_tool_errors_and_long_previews_are_compact() -> None:
 
 async def test_a_failed_turn_exits_1_with_message_and_code() -> None:
     failure = LlmFailure(message="rate limited", code="RATE_LIMIT")
-    async with rig([Finish("error", failure)]) as r:
+    async with front_rig([Finish("error", failure)]) as r:
         assert await r.front.run(prompt="hi") == EXIT_FAILED
         assert r.err.getvalue() == "[error] rate limited (code RATE_LIMIT)\n"
         assert r.out.getvalue() == ""
 
 
 async def test_a_blocked_turn_exits_1() -> None:
-    async with rig() as r:
+    async with front_rig() as r:
 
         def refuse(*args: Any) -> Any:
             raise StepBlocked("no steps on Sundays")
@@ -266,13 +228,13 @@ async def test_a_blocked_turn_exits_1() -> None:
 
 
 async def test_max_tokens_is_success_flagged_on_stderr() -> None:
-    async with rig(text("cut sh", finish="max-tokens")) as r:
+    async with front_rig(text("cut sh", finish="max-tokens")) as r:
         assert await r.front.run(prompt="hi") == EXIT_OK
         assert r.out.getvalue() == "cut sh\n"
         assert r.err.getvalue() == "[max-tokens] the answer stopped at the model's token limit\n"
 
 
-def reasoning_reply() -> list[Chunk | str]:
+def reasoning_reply() -> list[Chunk]:
     return [
         BlockStart(0, "reasoning"),
         ReasoningDelta(0, "let me "),
@@ -286,10 +248,10 @@ def reasoning_reply() -> list[Chunk | str]:
 
 
 async def test_reasoning_is_hidden_unless_configured() -> None:
-    async with rig(reasoning_reply()) as r:
+    async with front_rig(reasoning_reply()) as r:
         assert await r.front.run(prompt="hi") == EXIT_OK
         assert r.both.getvalue() == "answer\n"
-    async with rig(reasoning_reply(), config={"show_reasoning": True}) as r:
+    async with front_rig(reasoning_reply(), config={"show_reasoning": True}) as r:
         assert await r.front.run(prompt="hi") == EXIT_OK
         assert r.err.getvalue() == "let me think\n"
         assert r.out.getvalue() == "answer\n"
@@ -297,9 +259,10 @@ async def test_reasoning_is_hidden_unless_configured() -> None:
 
 
 async def test_ctrl_c_cancels_the_one_shot_turn() -> None:
-    async with rig(HANGING) as r, anyio.create_task_group() as tg:
+    streamed = anyio.Event()
+    async with front_rig(hanging(streamed)) as r, anyio.create_task_group() as tg:
         status = await run_in_background(tg, lambda: r.front.run(prompt="hi"))
-        await r.model.hanging.wait()
+        await streamed.wait()
         # Another session's events are not this chat's business.
         other = r.root.sessions.create()
         other.append("turn/end", {"turn": 1, "reason": {"kind": "blocked", "message": "x"}})
@@ -312,9 +275,10 @@ async def test_ctrl_c_cancels_the_one_shot_turn() -> None:
 
 
 async def test_a_real_sigint_takes_the_same_path() -> None:
-    async with rig(HANGING) as r, anyio.create_task_group() as tg:
+    streamed = anyio.Event()
+    async with front_rig(hanging(streamed)) as r, anyio.create_task_group() as tg:
         status = await run_in_background(tg, lambda: r.front.run(prompt="hi"))
-        await r.model.hanging.wait()
+        await streamed.wait()
         # run() installs its SIGINT receiver before it sends anything.
         signal.raise_signal(signal.SIGINT)
     assert status == [EXIT_INTERRUPTED]
@@ -322,9 +286,10 @@ async def test_a_real_sigint_takes_the_same_path() -> None:
 
 
 async def test_ctrl_c_while_waiting_for_an_earlier_turn_quits_one_shot() -> None:
-    async with rig(HANGING) as r, anyio.create_task_group() as tg:
+    streamed = anyio.Event()
+    async with front_rig(hanging(streamed)) as r, anyio.create_task_group() as tg:
         r.agent.send("started elsewhere")
-        await r.model.hanging.wait()
+        await streamed.wait()
         status = await run_in_background(tg, lambda: r.front.run(prompt="hi"))
         await anyio.wait_all_tasks_blocked()
         r.front.interrupt()
@@ -346,7 +311,7 @@ async def test_a_second_ctrl_c_quits_while_the_turn_winds_down(one_shot: bool) -
             await release.wait()
         return args.text
 
-    async with rig(call("stubborn", '{"text": "x"}'), text("late")) as r:
+    async with front_rig(tool_calls(tool_call("stubborn", '{"text": "x"}')), text("late")) as r:
         r.root.tools.register(
             Tool(name="stubborn", description="Slow.", parameters=EchoArgs, execute=stubborn)
         )
@@ -392,7 +357,7 @@ async def test_a_message_that_never_runs_fails() -> None:
         async def dispose(self) -> None:
             pass
 
-    async with rig() as r:
+    async with front_rig() as r:
         r.root.agents.register(Idle("idle", r.root.sessions.create(), r.root))
         assert await r.front.run(agent_id="idle", prompt="hi") == EXIT_FAILED
         assert r.err.getvalue() == "[not run] the agent went idle without running the message\n"
@@ -403,7 +368,7 @@ async def test_a_message_that_never_runs_fails() -> None:
 
 async def test_agent_selection() -> None:
     two = {"agents": [{"id": "a"}, {"id": "b"}]}
-    async with rig(text("from b"), core=two) as r:
+    async with front_rig(text("from b"), core=two) as r:
         assert await r.front.run(prompt="hi") == EXIT_FAILED
         assert r.err.getvalue() == (
             'several agents are running ("a", "b"): name one '
@@ -414,11 +379,11 @@ async def test_agent_selection() -> None:
         assert await r.front.run(agent_id="b", prompt="hi") == EXIT_OK
         assert r.out.getvalue() == "from b\n"
         assert r.front.select_agent("a").id == "a"
-    async with rig(text("from b"), core=two, config={"agent": "b"}) as r:
+    async with front_rig(text("from b"), core=two, config={"agent": "b"}) as r:
         assert r.front.select_agent().id == "b"
         assert await r.front.run(prompt="hi") == EXIT_OK
         assert r.out.getvalue() == "from b\n"
-    async with rig(core={"model": None}) as r:
+    async with front_rig(core={"model": None}) as r:
         assert r.root.agents.list() == []
         assert await r.front.run(prompt="hi") == EXIT_FAILED
         assert r.err.getvalue() == "there is no agent to talk to (declare one in agent-core)\n"
@@ -427,10 +392,11 @@ async def test_agent_selection() -> None:
 
 
 async def test_one_run_at_a_time() -> None:
-    async with rig(HANGING) as r, anyio.create_task_group() as tg:
+    streamed = anyio.Event()
+    async with front_rig(hanging(streamed)) as r, anyio.create_task_group() as tg:
         r.front.interrupt()  # not running: nothing happens
         await run_in_background(tg, lambda: r.front.run(prompt="hi"))
-        await r.model.hanging.wait()
+        await streamed.wait()
         with pytest.raises(StdioAgentError, match="already running") as info:
             await r.front.run(prompt="again")
         assert info.value.code == "STDIO_AGENT"
@@ -441,8 +407,12 @@ async def test_one_run_at_a_time() -> None:
 
 
 async def test_repl_sends_lines_and_runs_commands() -> None:
-    replies = [call("echo", '{"text": "hi"}'), text("It said hi."), text("Hello!")]
-    async with rig(*replies) as r:
+    replies: list[Reply] = [
+        tool_calls(tool_call("echo", '{"text": "hi"}')),
+        text("It said hi."),
+        text("Hello!"),
+    ]
+    async with front_rig(*replies) as r:
         r.lines.feed(
             "echo hi", "", "   ", "/help", "/prompt", "/bogus x", "hello", "/exit", "never"
         )
@@ -466,7 +436,7 @@ async def test_repl_sends_lines_and_runs_commands() -> None:
 
 
 async def test_repl_exits_0_at_end_of_input_even_after_a_failed_turn() -> None:
-    async with rig([Finish("error", LlmFailure(message="down", code="DOWN"))]) as r:
+    async with front_rig([Finish("error", LlmFailure(message="down", code="DOWN"))]) as r:
         r.lines.feed("hi")
         r.lines.close()
         assert await r.front.run() == EXIT_OK
@@ -474,7 +444,7 @@ async def test_repl_exits_0_at_end_of_input_even_after_a_failed_turn() -> None:
 
 
 async def test_interactive_repl_shows_banner_and_prompt() -> None:
-    async with rig(text("hello"), interactive=True, config={"prompt": "you> "}) as r:
+    async with front_rig(text("hello"), interactive=True, config={"prompt": "you> "}) as r:
         r.lines.feed("hi")
         r.lines.close()
         assert await r.front.run() == EXIT_OK
@@ -487,7 +457,7 @@ async def test_interactive_repl_shows_banner_and_prompt() -> None:
 
 
 async def test_prompt_command_reports_render_errors() -> None:
-    async with rig(core={"persona": "On {{modle}}."}) as r:
+    async with front_rig(core={"persona": "On {{modle}}."}) as r:
         r.lines.feed("/prompt", "/exit")
         assert await r.front.run() == EXIT_OK
         assert r.out.getvalue() == ""
@@ -497,10 +467,14 @@ async def test_prompt_command_reports_render_errors() -> None:
 
 
 async def test_repl_ctrl_c_cancels_the_turn_and_goes_on() -> None:
-    async with rig(HANGING, text("still here")) as r, anyio.create_task_group() as tg:
+    streamed = anyio.Event()
+    async with (
+        front_rig(hanging(streamed), text("still here")) as r,
+        anyio.create_task_group() as tg,
+    ):
         r.lines.feed("wait")
         status = await run_in_background(tg, r.front.run)
-        await r.model.hanging.wait()
+        await streamed.wait()
         r.front.interrupt()
         await r.lines.until_reading(2)
         assert r.err.getvalue() == "[aborted] the turn was cancelled (user)\n"
@@ -512,10 +486,11 @@ async def test_repl_ctrl_c_cancels_the_turn_and_goes_on() -> None:
 
 
 async def test_repl_ctrl_c_then_ctrl_c_at_the_prompt_quits() -> None:
-    async with rig(HANGING) as r, anyio.create_task_group() as tg:
+    streamed = anyio.Event()
+    async with front_rig(hanging(streamed)) as r, anyio.create_task_group() as tg:
         r.lines.feed("wait")
         status = await run_in_background(tg, r.front.run)
-        await r.model.hanging.wait()
+        await streamed.wait()
         r.front.interrupt()
         await r.lines.until_reading(2)
         r.front.interrupt()
@@ -524,7 +499,7 @@ async def test_repl_ctrl_c_then_ctrl_c_at_the_prompt_quits() -> None:
 
 @pytest.mark.parametrize("interactive", [False, True])
 async def test_repl_ctrl_c_at_the_prompt_asks_for_a_second(interactive: bool) -> None:
-    async with rig(interactive=interactive) as r, anyio.create_task_group() as tg:
+    async with front_rig(interactive=interactive) as r, anyio.create_task_group() as tg:
         status = await run_in_background(tg, r.front.run)
         await r.lines.until_reading(1)
         r.front.interrupt()
@@ -535,7 +510,7 @@ async def test_repl_ctrl_c_at_the_prompt_asks_for_a_second(interactive: bool) ->
 
 
 async def test_a_typed_line_resets_the_ctrl_c_count() -> None:
-    async with rig() as r, anyio.create_task_group() as tg:
+    async with front_rig() as r, anyio.create_task_group() as tg:
         status = await run_in_background(tg, r.front.run)
         await r.lines.until_reading(1)
         r.front.interrupt()
@@ -551,7 +526,7 @@ async def test_a_typed_line_resets_the_ctrl_c_count() -> None:
 
 
 async def test_run_leaves_no_listener_and_disposal_removes_the_service() -> None:
-    async with rig(text("ok")) as r:
+    async with front_rig(text("ok")) as r:
         listeners = r.root.events.event("session/event").listeners
         before = len(listeners())
         assert await r.front.run(prompt="hi") == EXIT_OK

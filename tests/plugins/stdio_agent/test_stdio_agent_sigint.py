@@ -6,7 +6,6 @@ import queue
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +13,8 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+
+from dsh.testing import write_deployment
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -97,14 +98,12 @@ class Chat:
 @pytest.fixture
 def chat(tmp_path: Path) -> Iterator[Chat]:
     (tmp_path / "hanging_model.py").write_text(HANGING_MODEL)
-    deployment = tmp_path / "dsh.yml"
-    deployment.write_text(
-        textwrap.dedent(
-            """\
-            - {id: model, name: ./hanging_model.py}
-            - {id: core, name: agent-core, config: {model: hanging}}
-            """
-        )
+    deployment = write_deployment(
+        tmp_path,
+        """\
+        - {id: model, name: ./hanging_model.py}
+        - {id: core, name: agent-core, config: {model: hanging}}
+        """,
     )
     running = Chat(deployment)
     try:

@@ -18,8 +18,8 @@ from dsh_system_prompt._types import (
     PromptAssembly,
     PromptSection,
 )
+from tests.support import IDENT
 
-IDENT = "You are an AI agent powered by dsh."
 GROUP_RULE = "(references are complete simple {{name}} groups)"
 NAME_RULE = "(variable names match /^[a-z][a-z0-9_]*$/)"
 

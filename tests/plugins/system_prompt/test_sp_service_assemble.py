@@ -16,60 +16,38 @@ import pytest
 
 import dsh
 from dsh_system_prompt import (
-    HARNESS_IDENTITY,
     TOOL_ORDER_REST,
     AssembleContext,
     AssembledSection,
     PromptAssembly,
     PromptRenderError,
     PromptSection,
-    SystemPrompt,
     ToolOrderError,
-    ToolProvider,
     ToolProviderResult,
     ToolSchema,
     render_prompt,
 )
+from tests.plugins.system_prompt.sp_support import (
+    BUILTINS,
+    CallNext,
+    provider,
+    schema,
+    section_names,
+    start_system_prompt,
+    tool_names,
+)
+from tests.support import IDENT
 
 pytestmark = pytest.mark.anyio
 
-IDENT = HARNESS_IDENTITY
 REST = TOOL_ORDER_REST
-BUILTINS = ["harness:identity", "deployment:persona"]
-
-CallNext = Callable[[], Awaitable[PromptAssembly]]
 
 
 # --- helpers -----------------------------------------------------------------------------
 
 
-async def start(root: dsh.Context, **config: Any) -> SystemPrompt:
-    await root.plugin(SystemPrompt, config)
-    sp: SystemPrompt = root.system_prompt
-    return sp
-
-
-def schema(name: str, description: str = "") -> ToolSchema:
-    return ToolSchema(name=name, description=description, parameters={"type": "object"})
-
-
-def provider(*names: str, known: list[str] | None = None) -> ToolProvider:
-    def provide(context: AssembleContext) -> ToolProviderResult:
-        return ToolProviderResult(schemas=[schema(n) for n in names], known_names=known)
-
-    return provide
-
-
 def constant(value: str | None) -> Callable[[AssembleContext], str | None]:
     return lambda context: value
-
-
-def names(assembly: PromptAssembly) -> list[str]:
-    return [s.name for s in assembly.sections]
-
-
-def tool_names(assembly: PromptAssembly) -> list[str]:
-    return [t.name for t in assembly.tools]
 
 
 # --- ordering and evaluation ----------------------------------------------------------------
@@ -78,12 +56,12 @@ def tool_names(assembly: PromptAssembly) -> list[str]:
 async def test_sections_tools_and_variables_of_one_assembly() -> None:
     # Scenario 3.
     async with dsh.Context() as root:
-        sp = await start(root, persona="P")
+        sp = await start_system_prompt(root, persona="P")
         sp.section(PromptSection(name="cwd", order=20, text=lambda c: "In /srv."))
         sp.section(PromptSection(name="rules", order=10, text="Rules."))
         sp.tools(provider("echo"))
         assembly = await sp.assemble()
-        assert names(assembly) == [*BUILTINS, "rules", "cwd"]
+        assert section_names(assembly) == [*BUILTINS, "rules", "cwd"]
         assert [s.text for s in assembly.sections[2:]] == ["Rules.", "In /srv."]
         assert [s.order for s in assembly.sections] == [-100, 0, 10, 20]
         assert all(type(s) is AssembledSection for s in assembly.sections)
@@ -96,14 +74,14 @@ async def test_order_bands_and_ties() -> None:
     # Negative orders render before the persona, below -100 before the identity;
     # equal orders keep registration order (not name order).
     async with dsh.Context() as root:
-        sp = await start(root, persona="P")
+        sp = await start_system_prompt(root, persona="P")
         sp.section(PromptSection(name="tie-z", order=150, text="z"))
         sp.section(PromptSection(name="tie-a", order=150, text="a"))
         sp.section(PromptSection(name="first", order=-200, text="f"))
         sp.section(PromptSection(name="pre-persona", order=-0.5, text="p"))
         sp.section(PromptSection(name="tool:bash", order=100, text="b"))
         assembly = await sp.assemble()
-        assert names(assembly) == [
+        assert section_names(assembly) == [
             "first",
             "harness:identity",
             "pre-persona",
@@ -123,7 +101,7 @@ async def test_text_function_receives_the_context_and_reruns() -> None:
         return f"call {len(calls)} for {context.agent or 'nobody'}"
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.section(PromptSection(name="who", order=1, text=text))
         alice = AssembleContext(agent="alice")
         first = await sp.assemble(alice)
@@ -150,7 +128,7 @@ async def test_providers_receive_exactly_one_positional_argument() -> None:
         return "v"
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.section(PromptSection(name="t", order=1, text=text))
         sp.tools(tools)
         sp.variable("v", variable)
@@ -173,7 +151,7 @@ async def test_providers_receive_exactly_one_positional_argument() -> None:
 async def test_assemble_none_is_a_bare_assembly() -> None:
     seen: list[AssembleContext] = []
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
 
         def record(context: AssembleContext) -> str:
             seen.append(context)
@@ -187,7 +165,7 @@ async def test_assemble_none_is_a_bare_assembly() -> None:
 async def test_variables_follow_their_provider() -> None:
     # Scenario 13.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         d = sp.variable("who", lambda c: None if c.agent is None else str(c.agent))
         assert (await sp.assemble(AssembleContext(agent="alice"))).variables == {"who": "alice"}
         assert (await sp.assemble()).variables == {"who": None}
@@ -197,7 +175,7 @@ async def test_variables_follow_their_provider() -> None:
 
 async def test_variables_keep_registration_order() -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         for name in ("zeta", "alpha", "mid"):
             sp.variable(name, constant(name.upper()))
         assert list((await sp.assemble()).variables.items()) == [
@@ -211,7 +189,7 @@ async def test_variable_registered_while_resolving_is_resolved() -> None:
     # Variables are iterated live: a provider added by another provider during the
     # loop is called in the same assembly.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         added: list[dsh.Disposer] = []
 
         def first(context: AssembleContext) -> str:
@@ -226,7 +204,7 @@ async def test_variable_registered_while_resolving_is_resolved() -> None:
 async def test_tool_provider_added_during_evaluation_joins_next_assembly() -> None:
     # Scenario 12: the provider list is a snapshot.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         added: list[dsh.Disposer] = []
 
         def first(context: AssembleContext) -> ToolProviderResult:
@@ -242,7 +220,7 @@ async def test_tool_provider_added_during_evaluation_joins_next_assembly() -> No
 async def test_persona_template_renders_with_variables() -> None:
     # Scenario 15.
     async with dsh.Context() as root:
-        sp = await start(root, persona="You run on {{model}} in {{cwd}}.")
+        sp = await start_system_prompt(root, persona="You run on {{model}} in {{cwd}}.")
         sp.variable("model", lambda c: "deepseek-v4")
         sp.variable("cwd", lambda c: "/srv/app")
         assembly = await sp.assemble()
@@ -253,7 +231,7 @@ async def test_persona_template_renders_with_variables() -> None:
 async def test_render_errors_name_the_persona_section() -> None:
     # Scenarios 17 and 18, through the service's own persona section.
     async with dsh.Context() as root:
-        sp = await start(root, persona="on {{modle}}")
+        sp = await start_system_prompt(root, persona="on {{modle}}")
         with pytest.raises(PromptRenderError) as info:
             render_prompt(await sp.assemble())
         assert str(info.value) == (
@@ -265,7 +243,7 @@ async def test_render_errors_name_the_persona_section() -> None:
             render_prompt(await sp.assemble())
         assert str(info.value).endswith("registered variables: model")
     async with dsh.Context() as root:
-        sp = await start(root, persona="in {{cwd}}")
+        sp = await start_system_prompt(root, persona="in {{cwd}}")
         sp.variable("cwd", lambda c: None)
         with pytest.raises(PromptRenderError) as info:
             render_prompt(await sp.assemble())
@@ -277,7 +255,7 @@ async def test_render_errors_name_the_persona_section() -> None:
 
 async def test_provider_errors_reach_the_caller() -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
 
         def broken(context: AssembleContext) -> str:
             raise LookupError("no model yet")
@@ -302,7 +280,7 @@ async def test_mutating_an_assembly_never_leaks_into_the_next() -> None:
     pristine = copy.deepcopy(stored)
 
     async with dsh.Context() as root:
-        sp = await start(root, persona="P")
+        sp = await start_system_prompt(root, persona="P")
         sp.section(PromptSection(name="rules", order=1, text="Rules."))
         sp.variable("model", lambda c: "m")
         sp.tools(lambda c: ToolProviderResult(schemas=[stored]))
@@ -327,7 +305,7 @@ async def test_mutating_an_assembly_never_leaks_into_the_next() -> None:
 
 async def test_listener_mutations_never_leak_into_the_next_assembly() -> None:
     async with dsh.Context() as root:
-        sp = await start(root, persona="P")
+        sp = await start_system_prompt(root, persona="P")
         sp.tools(provider("echo"))
         sp.variable("model", lambda c: "m")
         expected = await sp.assemble()
@@ -356,7 +334,7 @@ async def test_tool_schemas_are_copied_to_plain_schemas() -> None:
         secret: str = "hidden"
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         rich = RichSchema(name="echo", description="d", parameters={"type": "object"})
         sp.tools(lambda c: ToolProviderResult(schemas=[rich]))
         (tool,) = (await sp.assemble()).tools
@@ -372,7 +350,7 @@ async def test_non_json_parameter_values_are_still_deep_copied() -> None:
 
     marker = Marker()
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         schema = ToolSchema(name="echo", description="d", parameters={"x": [marker]})
         sp.tools(lambda c: ToolProviderResult(schemas=[schema]))
         (tool,) = (await sp.assemble()).tools
@@ -401,12 +379,12 @@ async def test_waterfall_sees_caller_context_and_earlier_mutations() -> None:
     async def listener_b(
         assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
     ) -> PromptAssembly:
-        seen["b_names"] = names(assembly)
+        seen["b_names"] = section_names(assembly)
         seen["b_assembly"] = assembly
         return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.section(PromptSection(name="base", order=10, text="Base."))
         root.on("system-prompt/assemble", listener_a)
         root.on("system-prompt/assemble", listener_b)
@@ -416,7 +394,7 @@ async def test_waterfall_sees_caller_context_and_earlier_mutations() -> None:
         assert seen["b_names"] == [*BUILTINS, "base", "from-a"]
         assert seen["a_assembly"] is seen["b_assembly"] is result
         # Appended sections are not re-sorted, whatever their order.
-        assert names(result) == [*BUILTINS, "base", "from-a"]
+        assert section_names(result) == [*BUILTINS, "base", "from-a"]
 
 
 async def test_waterfall_appended_tools_are_not_resorted() -> None:
@@ -431,7 +409,7 @@ async def test_waterfall_appended_tools_are_not_resorted() -> None:
         return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.tools(provider("zulu", "bravo"))
         root.on("system-prompt/assemble", listener)
         assert tool_names(await sp.assemble()) == ["bravo", "zulu", "aaa"]
@@ -454,7 +432,7 @@ async def test_waterfall_short_circuit_with_empty_assembly() -> None:
         return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start(root, persona="P")
+        sp = await start_system_prompt(root, persona="P")
         sp.tools(provider("echo"))
         root.on("system-prompt/assemble", short)
         root.on("system-prompt/assemble", never)
@@ -476,7 +454,7 @@ async def test_waterfall_replacement_is_authoritative() -> None:
         return replacement
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         root.on("system-prompt/assemble", replace)
         assert await sp.assemble() is replacement
 
@@ -490,7 +468,7 @@ async def test_waterfall_extra_variable_renders() -> None:
         return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start(root, persona="Extra: {{extra}}.")
+        sp = await start_system_prompt(root, persona="Extra: {{extra}}.")
         root.on("system-prompt/assemble", extra)
         assert render_prompt(await sp.assemble()) == f"{IDENT}\n\nExtra: from a listener."
 
@@ -508,7 +486,7 @@ async def test_waterfall_prepend_runs_first() -> None:
         return listener
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         root.on("system-prompt/assemble", make("normal"))
         root.on("system-prompt/assemble", make("prepended"), prepend=True)
         await sp.assemble()
@@ -522,12 +500,12 @@ async def test_waterfall_listener_error_reaches_the_caller() -> None:
         raise RuntimeError("listener broke")
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         d = root.on("system-prompt/assemble", broken)
         with pytest.raises(RuntimeError, match="listener broke"):
             await sp.assemble()
         await d()
-        assert names(await sp.assemble()) == BUILTINS
+        assert section_names(await sp.assemble()) == BUILTINS
 
 
 # --- tool order through the service -----------------------------------------------------------
@@ -536,7 +514,7 @@ async def test_waterfall_listener_error_reaches_the_caller() -> None:
 async def test_default_tool_order_is_by_name() -> None:
     # Scenario 25: regardless of registration order, across providers.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.tools(provider("charlie"))
         sp.tools(provider("alpha"))
         sp.tools(provider("bravo"))
@@ -546,7 +524,7 @@ async def test_default_tool_order_is_by_name() -> None:
 async def test_configured_tool_order() -> None:
     # Scenario 26.
     async with dsh.Context() as root:
-        sp = await start(root, tool_order=["todo_write", REST, "bash"])
+        sp = await start_system_prompt(root, tool_order=["todo_write", REST, "bash"])
         sp.tools(provider("bash", "echo_b"))
         sp.tools(provider("todo_write", "echo_a"))
         assert tool_names(await sp.assemble()) == ["todo_write", "echo_a", "echo_b", "bash"]
@@ -555,7 +533,7 @@ async def test_configured_tool_order() -> None:
 async def test_tool_order_naming_unknown_tools_rejects_assemble() -> None:
     # Scenario 27.
     async with dsh.Context() as root:
-        sp = await start(root, tool_order=["todo_write", "ghost", REST, "wraith"])
+        sp = await start_system_prompt(root, tool_order=["todo_write", "ghost", REST, "wraith"])
         sp.tools(provider("bash", "todo_write"))
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
@@ -567,7 +545,7 @@ async def test_tool_order_naming_unknown_tools_rejects_assemble() -> None:
 async def test_tool_order_with_no_tools_registered() -> None:
     # Scenario 27, second half.
     async with dsh.Context() as root:
-        sp = await start(root, tool_order=["ghost", REST])
+        sp = await start_system_prompt(root, tool_order=["ghost", REST])
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
         assert str(info.value) == 'tool_order lists unregistered tool "ghost"; known tools: (none)'
@@ -577,7 +555,7 @@ async def test_tool_order_with_no_tools_registered() -> None:
 async def test_reserved_tool_name_rejects_assemble(tool_order: list[str] | None) -> None:
     # Scenario 28.
     async with dsh.Context() as root:
-        sp = await start(root, tool_order=tool_order)
+        sp = await start_system_prompt(root, tool_order=tool_order)
         d = sp.tools(provider("echo", REST))
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
@@ -592,7 +570,7 @@ async def test_reserved_tool_name_rejects_assemble(tool_order: list[str] | None)
 async def test_tool_sort_is_stable_across_providers() -> None:
     # Scenario 29.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.tools(lambda c: ToolProviderResult(schemas=[schema("dup", "first")]))
         sp.tools(lambda c: ToolProviderResult(schemas=[schema("anchor", "anchor")]))
         sp.tools(lambda c: ToolProviderResult(schemas=[schema("dup", "second")]))
@@ -603,7 +581,7 @@ async def test_tool_sort_is_stable_across_providers() -> None:
 async def test_known_names_widen_the_tool_order_universe() -> None:
     # Scenario 38: a known but restricted-away tool is a normal absence.
     async with dsh.Context() as root:
-        sp = await start(root, tool_order=["bash", REST])
+        sp = await start_system_prompt(root, tool_order=["bash", REST])
         sp.tools(provider("read", known=["read", "bash"]))
         assert tool_names(await sp.assemble()) == ["read"]
 
@@ -611,7 +589,7 @@ async def test_known_names_widen_the_tool_order_universe() -> None:
 async def test_known_names_list_in_tool_order_errors() -> None:
     # Scenario 38: a typo lists the whole known universe, from every provider.
     async with dsh.Context() as root:
-        sp = await start(root, tool_order=["basj", REST])
+        sp = await start_system_prompt(root, tool_order=["basj", REST])
         sp.tools(provider("read", known=["read", "bash"]))
         sp.tools(provider("todo_write"))
         with pytest.raises(ToolOrderError) as info:
@@ -624,7 +602,7 @@ async def test_known_names_list_in_tool_order_errors() -> None:
 async def test_empty_known_names_is_not_defaulted() -> None:
     # An explicit empty universe is honoured (only None defaults to the schema names).
     async with dsh.Context() as root:
-        sp = await start(root, tool_order=["echo", REST])
+        sp = await start_system_prompt(root, tool_order=["echo", REST])
         sp.tools(provider("echo", known=[]))
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()

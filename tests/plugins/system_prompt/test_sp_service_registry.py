@@ -19,7 +19,6 @@ import dsh_scope
 from dsh_system_prompt import (
     HARNESS_IDENTITY,
     TOOL_ORDER_REST,
-    AssembleContext,
     PromptAssembly,
     PromptRegistrationError,
     PromptSection,
@@ -28,46 +27,25 @@ from dsh_system_prompt import (
     SystemPrompt,
     SystemPromptConfig,
     ToolOrderError,
-    ToolProvider,
-    ToolProviderResult,
-    ToolSchema,
     render_prompt,
 )
+from tests.plugins.system_prompt.sp_support import (
+    provider,
+    schema,
+    section_names,
+    start_system_prompt,
+    tool_names,
+)
+from tests.support import IDENT
 
 pytestmark = pytest.mark.anyio
 
-IDENT = HARNESS_IDENTITY
 GLOBAL_HINT = "register through that agent's `agent.ctx` instead)"
 
 Snapshot = tuple[dict[str, Any], dict[str, Any], dict[object, Any], dict[int, Any]]
 
 
 # --- helpers -----------------------------------------------------------------------------
-
-
-async def start(root: dsh.Context, **config: Any) -> SystemPrompt:
-    await root.plugin(SystemPrompt, config)
-    sp: SystemPrompt = root.system_prompt
-    return sp
-
-
-def schema(name: str, description: str = "") -> ToolSchema:
-    return ToolSchema(name=name, description=description, parameters={"type": "object"})
-
-
-def provider(*names: str) -> ToolProvider:
-    def provide(context: AssembleContext) -> ToolProviderResult:
-        return ToolProviderResult(schemas=[schema(n) for n in names])
-
-    return provide
-
-
-def names(assembly: PromptAssembly) -> list[str]:
-    return [s.name for s in assembly.sections]
-
-
-def tool_names(assembly: PromptAssembly) -> list[str]:
-    return [t.name for t in assembly.tools]
 
 
 def snapshot(sp: SystemPrompt) -> Snapshot:
@@ -117,11 +95,11 @@ REGISTRATIONS: dict[str, Register] = {
 async def test_builtins_with_persona() -> None:
     # Scenario 1.
     async with dsh.Context() as root:
-        sp = await start(root, persona="You are dsh.")
+        sp = await start_system_prompt(root, persona="You are dsh.")
         assembly = await sp.assemble()
-        assert names(assembly) == ["harness:identity", "deployment:persona"]
+        assert section_names(assembly) == ["harness:identity", "deployment:persona"]
         assert [s.order for s in assembly.sections] == [-100, 0]
-        assert assembly.sections[0].text == IDENT == "You are an AI agent powered by dsh."
+        assert assembly.sections[0].text == IDENT == HARNESS_IDENTITY
         assert assembly.tools == []
         assert assembly.variables == {}
         assert render_prompt(assembly) == f"{IDENT}\n\nYou are dsh."
@@ -131,7 +109,7 @@ async def test_builtins_with_persona() -> None:
 async def test_global_builtin_name_is_taken(name: str) -> None:
     # Scenario 1, second half.
     async with dsh.Context() as root:
-        sp = await start(root, persona="You are dsh.")
+        sp = await start_system_prompt(root, persona="You are dsh.")
         with pytest.raises(PromptRegistrationError) as info:
             sp.section(PromptSection(name=name, order=0, text="other"))
         assert str(info.value) == (
@@ -144,9 +122,9 @@ async def test_global_builtin_name_is_taken(name: str) -> None:
 async def test_empty_persona_renders_identity_alone() -> None:
     # Scenario 2: the persona section is still in the assembly, with empty text.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         assembly = await sp.assemble()
-        assert names(assembly) == ["harness:identity", "deployment:persona"]
+        assert section_names(assembly) == ["harness:identity", "deployment:persona"]
         assert assembly.sections[1].text == ""
         assert render_prompt(assembly) == IDENT
 
@@ -235,7 +213,7 @@ async def test_tool_order_error_class() -> None:
 @pytest.mark.parametrize("name", ["", None, 5, b"rules"])
 async def test_section_name_must_be_a_non_empty_string(name: Any) -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         expected = PromptRegistrationError if name == "" else PromptTypeError
@@ -250,7 +228,7 @@ async def test_section_name_must_be_a_non_empty_string(name: Any) -> None:
 async def test_section_order_must_be_finite_number(order: Any) -> None:
     # Scenario 6: NaN (and any other non-finite or non-number) registers nothing.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         with pytest.raises(SectionOrderError) as info:
@@ -268,7 +246,7 @@ async def test_section_order_must_be_finite_number(order: Any) -> None:
 @pytest.mark.parametrize("order", [0, -5, 7.5, -0.0, 1e300, 2**80])
 async def test_finite_orders_are_accepted(order: float) -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.section(PromptSection(name="rules", order=order, text="x"))
         assembly = await sp.assemble()
         assert [s.order for s in assembly.sections if s.name == "rules"] == [order]
@@ -277,7 +255,7 @@ async def test_finite_orders_are_accepted(order: float) -> None:
 @pytest.mark.parametrize("text", [None, 5, b"bytes", ["x"]])
 async def test_section_text_must_be_string_or_callable(text: Any) -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         with pytest.raises(PromptTypeError) as info:
             sp.section(PromptSection(name="rules", order=1, text=text))
@@ -290,7 +268,7 @@ async def test_section_text_must_be_string_or_callable(text: Any) -> None:
 async def test_duplicate_section_keeps_the_original() -> None:
     # Scenario 6.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.section(PromptSection(name="rules", order=10, text="first"))
         before = snapshot(sp)
         changes = count_changes(root)
@@ -309,7 +287,7 @@ async def test_duplicate_section_keeps_the_original() -> None:
 async def test_invalid_variable_name(name: str) -> None:
     # Scenario 14: the name is refused before anything is registered.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         with pytest.raises(PromptRegistrationError) as info:
@@ -323,7 +301,7 @@ async def test_invalid_variable_name(name: str) -> None:
 
 async def test_non_string_variable_name() -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         bad: Any = 5
         with pytest.raises(PromptRegistrationError, match='invalid prompt variable name "5"'):
             sp.variable(bad, lambda c: "x")
@@ -333,7 +311,7 @@ async def test_non_string_variable_name() -> None:
 async def test_duplicate_variable_keeps_the_original() -> None:
     # Scenario 14.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.variable("model", lambda c: "deepseek-v4")
         before = snapshot(sp)
         changes = count_changes(root)
@@ -349,7 +327,7 @@ async def test_duplicate_variable_keeps_the_original() -> None:
 
 async def test_variable_provider_must_be_callable() -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         bad: Any = "deepseek-v4"
         with pytest.raises(PromptTypeError) as info:
@@ -362,7 +340,7 @@ async def test_variable_provider_must_be_callable() -> None:
 
 async def test_tool_provider_must_be_callable() -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         bad: Any = [schema("echo")]
         with pytest.raises(PromptTypeError) as info:
@@ -373,7 +351,7 @@ async def test_tool_provider_must_be_callable() -> None:
 
 async def test_registration_error_class() -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         with pytest.raises(PromptRegistrationError) as info:
             sp.variable("Bad", lambda c: None)
         assert isinstance(info.value, ValueError)
@@ -389,7 +367,7 @@ async def test_raising_change_listener_rolls_back(kind: str) -> None:
     # Scenario 7: the error reaches the caller, nothing is left, and a retry registers once.
     register = REGISTRATIONS[kind]
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         arm_one_shot_failure(root)
@@ -405,7 +383,7 @@ async def test_raising_change_listener_rolls_back(kind: str) -> None:
         assert len(changes) == 3
         after = await sp.assemble()
         if kind == "section":
-            assert names(after) == [*names(baseline), "extra"]
+            assert section_names(after) == [*section_names(baseline), "extra"]
         elif kind == "tools":
             assert tool_names(after) == ["echo"]
             assert len(sp._global.tools) == 1
@@ -418,7 +396,7 @@ async def test_raising_change_listener_rolls_back_scoped(kind: str) -> None:
     # The rollback also reclaims the scope layer the registration created.
     register = REGISTRATIONS[kind]
     async with dsh.Context() as root:
-        await start(root)
+        await start_system_prompt(root)
         key = object()
         scope = dsh_scope.create_scope(root, key)
         scoped: SystemPrompt = scope.ctx.system_prompt
@@ -436,7 +414,7 @@ async def test_change_listener_failing_twice_still_rolls_back() -> None:
     # A listener that also fails on the rollback's event: the caller sees the
     # registration's error, and the registration is gone all the same.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
 
         def always() -> None:
@@ -451,7 +429,7 @@ async def test_change_listener_failing_twice_still_rolls_back() -> None:
 
 async def test_registration_through_a_disposed_scope_leaves_no_layer() -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         scope = dsh_scope.create_scope(root, object())
         scoped: SystemPrompt = scope.ctx.system_prompt
         await scope.dispose()
@@ -469,7 +447,7 @@ async def test_registration_through_a_disposed_scope_leaves_no_layer() -> None:
 async def test_change_events_and_direct_disposal(kind: str) -> None:
     # Scenario 8: one event per registration, one per removal, no arguments.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         d = REGISTRATIONS[kind](sp)
@@ -485,7 +463,7 @@ async def test_change_events_and_direct_disposal(kind: str) -> None:
 @pytest.mark.parametrize("kind", sorted(REGISTRATIONS))
 async def test_registration_returns_exact_disposer(kind: str) -> None:
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         d = REGISTRATIONS[kind](sp)
         assert isinstance(d, dsh.Disposer)
         assert type(d) is dsh.Disposer
@@ -496,7 +474,7 @@ async def test_registration_returns_exact_disposer(kind: str) -> None:
 async def test_disposer_call_removes_synchronously(kind: str) -> None:
     # Fire-and-forget: the removal is done before the call returns.
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         d = REGISTRATIONS[kind](sp)
         unwind = d()
@@ -537,7 +515,7 @@ async def test_change_hookimpl_listener() -> None:
             return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         watcher = await root.plugin(Watcher)
         d = sp.variable("x", lambda c: "1")
         await sp.assemble()
@@ -581,7 +559,7 @@ async def test_composite_undoes_registrations_at_their_lifo_position(exact: bool
         ctx.effect(wiring, label="wiring")
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         before = snapshot(sp)
         fiber = await root.plugin(apply)
 
@@ -627,7 +605,7 @@ async def test_plugin_setup_generator_adopts_disposers() -> None:
             yield sp.section(PromptSection(name="b", order=2, text="B"))
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         fiber = await root.plugin(Contributor)
 
         def on_change() -> None:
@@ -653,11 +631,11 @@ async def test_disposing_a_plugin_removes_everything_it_contributed() -> None:
             yield sp.variable("model", lambda c: "m")
 
     async with dsh.Context() as root:
-        sp = await start(root, persona="P")
+        sp = await start_system_prompt(root, persona="P")
         baseline = await sp.assemble()
         fiber = await root.plugin(Contributor)
         mounted = await sp.assemble()
-        assert names(mounted) == ["harness:identity", "deployment:persona", "rules"]
+        assert section_names(mounted) == ["harness:identity", "deployment:persona", "rules"]
         assert tool_names(mounted) == ["echo"]
         assert mounted.variables == {"model": "m"}
         await fiber.dispose()
@@ -686,7 +664,7 @@ async def test_mount_then_dispose_restores_every_layer() -> None:
         in_own.tools(provider("o"))
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         scope = dsh_scope.create_scope(root, existing)
         kept: SystemPrompt = scope.ctx.system_prompt
         kept.section(PromptSection(name="kept", order=1, text="K"))

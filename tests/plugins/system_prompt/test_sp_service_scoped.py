@@ -9,14 +9,12 @@ scope. Scenario numbers refer to ``dsh-core.md`` §9.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
 
 import pytest
 
 import dsh
 import dsh_scope
 from dsh_system_prompt import (
-    HARNESS_IDENTITY,
     TOOL_ORDER_REST,
     AssembleContext,
     PromptAssembly,
@@ -24,18 +22,21 @@ from dsh_system_prompt import (
     PromptSection,
     SystemPrompt,
     ToolOrderError,
-    ToolProvider,
     ToolProviderResult,
-    ToolSchema,
     render_prompt,
 )
+from tests.plugins.system_prompt.sp_support import (
+    BUILTINS,
+    CallNext,
+    provider,
+    schema,
+    section_names,
+    start_system_prompt,
+    tool_names,
+)
+from tests.support import IDENT
 
 pytestmark = pytest.mark.anyio
-
-IDENT = HARNESS_IDENTITY
-BUILTINS = ["harness:identity", "deployment:persona"]
-
-CallNext = Callable[[], Awaitable[PromptAssembly]]
 
 
 class Agent:
@@ -51,42 +52,17 @@ class Agent:
 # --- helpers -----------------------------------------------------------------------------
 
 
-async def start(root: dsh.Context, **config: Any) -> SystemPrompt:
-    await root.plugin(SystemPrompt, config)
-    sp: SystemPrompt = root.system_prompt
-    return sp
-
-
 def open_scope(root: dsh.Context, key: object) -> tuple[dsh_scope.Scope, SystemPrompt]:
     scope = dsh_scope.create_scope(root, key)
     scoped: SystemPrompt = scope.ctx.system_prompt
     return scope, scoped
 
 
-def schema(name: str, description: str = "") -> ToolSchema:
-    return ToolSchema(name=name, description=description, parameters={"type": "object"})
-
-
-def provider(*names: str, description: str = "") -> ToolProvider:
-    def provide(context: AssembleContext) -> ToolProviderResult:
-        return ToolProviderResult(schemas=[schema(n, description) for n in names])
-
-    return provide
-
-
-def names(assembly: PromptAssembly) -> list[str]:
-    return [s.name for s in assembly.sections]
-
-
-def texts(assembly: PromptAssembly) -> dict[str, str]:
+def section_texts(assembly: PromptAssembly) -> dict[str, str]:
     return {s.name: s.text for s in assembly.sections}
 
 
-def tool_names(assembly: PromptAssembly) -> list[str]:
-    return [t.name for t in assembly.tools]
-
-
-def view(key: object) -> AssembleContext:
+def scoped_context(key: object) -> AssembleContext:
     return AssembleContext(scope=key, agent=key)
 
 
@@ -97,39 +73,41 @@ async def test_scoped_persona_shadows_only_in_its_scope() -> None:
     # Scenario 32.
     alice, bob = Agent("alice"), Agent("bob")
     async with dsh.Context() as root:
-        sp = await start(root, persona="Global persona.")
+        sp = await start_system_prompt(root, persona="Global persona.")
         _, scoped = open_scope(root, alice)
         open_scope(root, bob)
         scoped.section(PromptSection(name="deployment:persona", order=0, text="Alice persona."))
-        mine = await sp.assemble(view(alice))
-        assert names(mine) == BUILTINS
+        mine = await sp.assemble(scoped_context(alice))
+        assert section_names(mine) == BUILTINS
         assert render_prompt(mine) == f"{IDENT}\n\nAlice persona."
         assert render_prompt(await sp.assemble()) == f"{IDENT}\n\nGlobal persona."
-        assert render_prompt(await sp.assemble(view(bob))) == f"{IDENT}\n\nGlobal persona."
+        assert (
+            render_prompt(await sp.assemble(scoped_context(bob))) == f"{IDENT}\n\nGlobal persona."
+        )
 
 
 async def test_shadowing_section_takes_its_own_order() -> None:
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.section(PromptSection(name="rules", order=10, text="Global rules."))
         _, scoped = open_scope(root, alice)
         scoped.section(PromptSection(name="rules", order=-200, text="Alice rules."))
-        assert names(await sp.assemble(view(alice))) == ["rules", *BUILTINS]
-        assert names(await sp.assemble()) == [*BUILTINS, "rules"]
+        assert section_names(await sp.assemble(scoped_context(alice))) == ["rules", *BUILTINS]
+        assert section_names(await sp.assemble()) == [*BUILTINS, "rules"]
 
 
 async def test_scope_only_section_disappears_with_the_scope() -> None:
     # Scenario 33.
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         scope, scoped = open_scope(root, alice)
         scoped.section(PromptSection(name="alice-only", order=5, text="Only Alice."))
-        assert names(await sp.assemble(view(alice))) == [*BUILTINS, "alice-only"]
-        assert names(await sp.assemble()) == BUILTINS
+        assert section_names(await sp.assemble(scoped_context(alice))) == [*BUILTINS, "alice-only"]
+        assert section_names(await sp.assemble()) == BUILTINS
         await scope.dispose()
-        assert names(await sp.assemble(view(alice))) == BUILTINS
+        assert section_names(await sp.assemble(scoped_context(alice))) == BUILTINS
         assert sp._scoped == {}
 
 
@@ -137,7 +115,7 @@ async def test_duplicate_errors_by_layer() -> None:
     # Scenario 34: the global error points at agent.ctx, the scoped one at the scope.
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.section(PromptSection(name="rules", order=1, text="g"))
         sp.variable("mode", lambda c: "normal")
         _, scoped = open_scope(root, alice)
@@ -157,8 +135,8 @@ async def test_duplicate_errors_by_layer() -> None:
         with pytest.raises(PromptRegistrationError) as info:
             sp.variable("mode", lambda c: "again")
         assert "`agent.ctx`" in str(info.value)
-        assert texts(await sp.assemble(view(alice)))["rules"] == "s"
-        assert (await sp.assemble(view(alice))).variables == {"mode": "strict"}
+        assert section_texts(await sp.assemble(scoped_context(alice)))["rules"] == "s"
+        assert (await sp.assemble(scoped_context(alice))).variables == {"mode": "strict"}
 
 
 async def test_shadowed_global_text_function_is_never_called() -> None:
@@ -175,13 +153,13 @@ async def test_shadowed_global_text_function_is_never_called() -> None:
 
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.section(PromptSection(name="dynamic", order=1, text=global_text))
         _, scoped = open_scope(root, alice)
         scoped.section(PromptSection(name="dynamic", order=1, text=scoped_text))
-        assert texts(await sp.assemble(view(alice)))["dynamic"] == "scoped"
+        assert section_texts(await sp.assemble(scoped_context(alice)))["dynamic"] == "scoped"
         assert calls == ["scoped"]
-        assert texts(await sp.assemble())["dynamic"] == "global"
+        assert section_texts(await sp.assemble())["dynamic"] == "global"
         assert calls == ["scoped", "global"]
 
 
@@ -189,12 +167,12 @@ async def test_scoped_variable_shadows_global() -> None:
     # Scenario 36.
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.section(PromptSection(name="mode", order=1, text="Mode: {{mode}}."))
         sp.variable("mode", lambda c: "normal")
         _, scoped = open_scope(root, alice)
         scoped.variable("mode", lambda c: "strict")
-        assert render_prompt(await sp.assemble(view(alice))).endswith("\n\nMode: strict.")
+        assert render_prompt(await sp.assemble(scoped_context(alice))).endswith("\n\nMode: strict.")
         assert render_prompt(await sp.assemble()).endswith("\n\nMode: normal.")
 
 
@@ -212,13 +190,13 @@ async def test_variable_merge_order_and_shadowed_provider_is_still_called() -> N
 
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.variable("a", record("global a", "ga"))
         sp.variable("b", record("global b", "gb"))
         _, scoped = open_scope(root, alice)
         scoped.variable("c", record("scoped c", "sc"))
         scoped.variable("a", record("scoped a", "sa"))
-        variables = (await sp.assemble(view(alice))).variables
+        variables = (await sp.assemble(scoped_context(alice))).variables
         assert list(variables.items()) == [("a", "sa"), ("b", "gb"), ("c", "sc")]
         assert calls == ["global a", "global b", "scoped c", "scoped a"]
 
@@ -227,41 +205,47 @@ async def test_scoped_tools_join_the_global_ones() -> None:
     # Scenario 37: tools are not shadowed by name; the scoped view is the union.
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         sp.tools(provider("global_tool"))
         scope, scoped = open_scope(root, alice)
         scoped.tools(provider("scoped_tool"))
-        assert tool_names(await sp.assemble(view(alice))) == ["global_tool", "scoped_tool"]
+        assert tool_names(await sp.assemble(scoped_context(alice))) == [
+            "global_tool",
+            "scoped_tool",
+        ]
         assert tool_names(await sp.assemble()) == ["global_tool"]
         await scope.dispose()
         assert sp._scoped == {}
-        assert tool_names(await sp.assemble(view(alice))) == ["global_tool"]
+        assert tool_names(await sp.assemble(scoped_context(alice))) == ["global_tool"]
         # The same key can open a scope and register again.
         _, again = open_scope(root, alice)
         again.tools(provider("scoped_tool"))
-        assert tool_names(await sp.assemble(view(alice))) == ["global_tool", "scoped_tool"]
+        assert tool_names(await sp.assemble(scoped_context(alice))) == [
+            "global_tool",
+            "scoped_tool",
+        ]
 
 
 async def test_same_named_tools_keep_collection_order_global_first() -> None:
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         _, scoped = open_scope(root, alice)
         scoped.tools(provider("echo", description="scoped"))
         sp.tools(provider("echo", description="global"))
-        tools = (await sp.assemble(view(alice))).tools
+        tools = (await sp.assemble(scoped_context(alice))).tools
         assert [t.description for t in tools] == ["global", "scoped"]
 
 
 async def test_scoped_known_names_count_only_in_their_scope() -> None:
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root, tool_order=["bash", TOOL_ORDER_REST])
+        sp = await start_system_prompt(root, tool_order=["bash", TOOL_ORDER_REST])
         _, scoped = open_scope(root, alice)
         scoped.tools(
             lambda c: ToolProviderResult(schemas=[schema("read")], known_names=["read", "bash"])
         )
-        assert tool_names(await sp.assemble(view(alice))) == ["read"]
+        assert tool_names(await sp.assemble(scoped_context(alice))) == ["read"]
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
         assert str(info.value) == 'tool_order lists unregistered tool "bash"; known tools: (none)'
@@ -276,12 +260,12 @@ async def test_scoped_providers_receive_the_scoped_context() -> None:
         return ToolProviderResult(schemas=[])
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         _, scoped = open_scope(root, alice)
         scoped.tools(tools)
         await sp.assemble()
         assert received == []  # scoped providers serve their scope only
-        context = view(alice)
+        context = scoped_context(alice)
         await sp.assemble(context)
         assert len(received) == 1
         assert received[0] is context
@@ -289,9 +273,9 @@ async def test_scoped_providers_receive_the_scoped_context() -> None:
 
 async def test_unknown_scope_sees_the_global_layer() -> None:
     async with dsh.Context() as root:
-        sp = await start(root, persona="P")
-        assembly = await sp.assemble(view(Agent("nobody")))
-        assert names(assembly) == BUILTINS
+        sp = await start_system_prompt(root, persona="P")
+        assembly = await sp.assemble(scoped_context(Agent("nobody")))
+        assert section_names(assembly) == BUILTINS
         assert sp._scoped == {}  # assembling never creates a layer
 
 
@@ -301,7 +285,7 @@ async def test_unknown_scope_sees_the_global_layer() -> None:
 async def test_removing_the_last_scoped_registration_reclaims_the_layer() -> None:
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         _, scoped = open_scope(root, alice)
         d1 = scoped.section(PromptSection(name="one", order=1, text="1"))
         d2 = scoped.variable("two", lambda c: "2")
@@ -325,15 +309,15 @@ async def test_plugin_loaded_through_a_scope_contributes_to_it() -> None:
 
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start(root, persona="Global.")
+        sp = await start_system_prompt(root, persona="Global.")
         scope, _ = open_scope(root, alice)
         fiber = await scope.ctx.plugin(Contributor)
         assert dsh_scope.scope_of(fiber.ctx) is alice
-        assert render_prompt(await sp.assemble(view(alice))) == f"{IDENT}\n\nMine."
+        assert render_prompt(await sp.assemble(scoped_context(alice))) == f"{IDENT}\n\nMine."
         assert (await sp.assemble()).variables == {}
         await scope.dispose()
         assert fiber.state is dsh.FiberState.DISPOSED
-        assert render_prompt(await sp.assemble(view(alice))) == f"{IDENT}\n\nGlobal."
+        assert render_prompt(await sp.assemble(scoped_context(alice))) == f"{IDENT}\n\nGlobal."
         assert sp._scoped == {}
 
 
@@ -342,7 +326,7 @@ async def test_equal_keys_are_distinct_scopes() -> None:
     second: list[str] = ["agent"]
     assert first == second
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         _, one = open_scope(root, first)
         _, two = open_scope(root, second)
         one.variable("who", lambda c: "first")
@@ -370,7 +354,7 @@ async def test_scoped_assemble_listener_runs_only_for_its_scope() -> None:
         return listener
 
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         scope, _ = open_scope(root, alice)
         open_scope(root, bob)
         scope.ctx.on("system-prompt/assemble", recorder("alice-listener"))
@@ -379,18 +363,18 @@ async def test_scoped_assemble_listener_runs_only_for_its_scope() -> None:
         await sp.assemble()
         assert runs == ["global-listener:None"]
         runs.clear()
-        await sp.assemble(view(alice))
+        await sp.assemble(scoped_context(alice))
         assert runs == ["alice-listener:Agent(alice)", "global-listener:Agent(alice)"]
         runs.clear()
-        await sp.assemble(view(bob))
+        await sp.assemble(scoped_context(bob))
         assert runs == ["global-listener:Agent(bob)"]
         runs.clear()
-        await sp.assemble(view(alice))
+        await sp.assemble(scoped_context(alice))
         assert runs == ["alice-listener:Agent(alice)", "global-listener:Agent(alice)"]
         runs.clear()
 
         await scope.dispose()
-        await sp.assemble(view(alice))
+        await sp.assemble(scoped_context(alice))
         assert runs == ["global-listener:Agent(alice)"]
 
 
@@ -403,10 +387,10 @@ async def test_scoped_listener_can_rewrite_its_scopes_assembly() -> None:
         return PromptAssembly(sections=[], tools=[], variables={})
 
     async with dsh.Context() as root:
-        sp = await start(root, persona="P")
+        sp = await start_system_prompt(root, persona="P")
         scope, _ = open_scope(root, alice)
         scope.ctx.on("system-prompt/assemble", silence)
-        assert render_prompt(await sp.assemble(view(alice))) == ""
+        assert render_prompt(await sp.assemble(scoped_context(alice))) == ""
         assert render_prompt(await sp.assemble()) == f"{IDENT}\n\nP"
 
 
@@ -416,7 +400,7 @@ async def test_change_events_from_scoped_registrations_are_unfiltered() -> None:
     alice, bob = Agent("alice"), Agent("bob")
     heard: list[str] = []
     async with dsh.Context() as root:
-        sp = await start(root)
+        sp = await start_system_prompt(root)
         scope_a, scoped_a = open_scope(root, alice)
         scope_b, _ = open_scope(root, bob)
         root.on("system-prompt/change", lambda: heard.append("global"))

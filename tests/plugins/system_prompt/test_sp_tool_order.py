@@ -37,7 +37,7 @@ def tools(*names: str) -> list[ToolSchema]:
     return [tool(name) for name in names]
 
 
-def names(schemas: list[ToolSchema]) -> list[str]:
+def schema_names(schemas: list[ToolSchema]) -> list[str]:
     return [schema.name for schema in schemas]
 
 
@@ -82,7 +82,7 @@ def test_tool_order_with_duplicates_is_rejected(tool_order: list[str], repeated:
 def test_valid_tool_order_passes(tool_order: list[str]) -> None:
     check_tool_order(tool_order)  # raises on failure
     known = [name for name in tool_order if name != REST]
-    assert names(order_tools(tools(*known), known, tool_order)) == known
+    assert schema_names(order_tools(tools(*known), known, tool_order)) == known
 
 
 # --- reserved name (scenario 28) -----------------------------------------------------
@@ -100,19 +100,19 @@ def test_reserved_tool_name_is_rejected(tool_order: list[str] | None) -> None:
 def test_default_order_is_lexicographic() -> None:
     # Scenario 25, second half.
     result = order_tools(tools("charlie", "alpha", "bravo"), [], None)
-    assert names(result) == ["alpha", "bravo", "charlie"]
+    assert schema_names(result) == ["alpha", "bravo", "charlie"]
 
 
 def test_default_order_compares_utf16_code_units() -> None:
     # U+FF61 is below U+1F600 as a code point but above its surrogates as UTF-16.
     schemas = tools("\uff61", "ab", "a\x00", "\U0001f600", "a", "B")
     result = order_tools(schemas, [], None)
-    assert names(result) == ["B", "a", "a\x00", "ab", "\U0001f600", "\uff61"]
+    assert schema_names(result) == ["B", "a", "a\x00", "ab", "\U0001f600", "\uff61"]
 
 
 def test_default_order_tolerates_lone_surrogates() -> None:
     result = order_tools(tools("\ude00", "\ud83d", "z"), [], None)
-    assert names(result) == ["z", "\ud83d", "\ude00"]
+    assert schema_names(result) == ["z", "\ud83d", "\ude00"]
 
 
 def test_default_order_is_stable() -> None:
@@ -127,8 +127,8 @@ def test_result_is_a_new_list_and_input_is_untouched() -> None:
     for tool_order in (None, [REST]):
         result = order_tools(schemas, ["a", "b"], tool_order)
         assert result is not schemas
-        assert names(result) == ["a", "b"]
-        assert names(schemas) == ["b", "a"]
+        assert schema_names(result) == ["a", "b"]
+        assert schema_names(schemas) == ["b", "a"]
 
 
 # --- explicit order ------------------------------------------------------------------
@@ -137,8 +137,8 @@ def test_result_is_a_new_list_and_input_is_untouched() -> None:
 def test_listed_tools_take_listed_places_and_rest_is_sorted() -> None:
     # Scenario 26.
     schemas = tools("bash", "echo_b", "todo_write", "echo_a")
-    result = order_tools(schemas, names(schemas), ["todo_write", REST, "bash"])
-    assert names(result) == ["todo_write", "echo_a", "echo_b", "bash"]
+    result = order_tools(schemas, schema_names(schemas), ["todo_write", REST, "bash"])
+    assert schema_names(result) == ["todo_write", "echo_a", "echo_b", "bash"]
 
 
 @pytest.mark.parametrize(
@@ -150,7 +150,7 @@ def test_listed_tools_take_listed_places_and_rest_is_sorted() -> None:
     ],
 )
 def test_rest_entry_position(tool_order: list[str], expected: list[str]) -> None:
-    assert names(order_tools(tools("c", "b", "a"), ["a", "b", "c"], tool_order)) == expected
+    assert schema_names(order_tools(tools("c", "b", "a"), ["a", "b", "c"], tool_order)) == expected
 
 
 def test_same_named_tools_keep_collection_order_at_listed_place() -> None:
@@ -170,7 +170,7 @@ def test_known_but_absent_tool_is_skipped() -> None:
     provided = ToolProviderResult(schemas=tools("read"), known_names=["read", "bash"])
     assert provided.known_names is not None
     result = order_tools(provided.schemas, provided.known_names, ["bash", REST])
-    assert names(result) == ["read"]
+    assert schema_names(result) == ["read"]
 
 
 def test_tool_objects_pass_through_unchanged() -> None:

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
 from pydantic import BaseModel, field_validator
 
-from dsh import Context, DshError
+from dsh import DshError
 from dsh_scope import create_scope
-from dsh_system_prompt import SystemPrompt
-from dsh_tools import Tool, ToolArgumentsError, ToolCall, ToolResult, Tools
+from dsh_tools import Tool, ToolArgumentsError, ToolCall, ToolResult
+from tests.plugins.tools.tools_support import make_tool, tools_runtime
 
 pytestmark = pytest.mark.anyio
 
@@ -57,26 +55,14 @@ class Recorder:
         return self.answer
 
 
-def make(name: str, execute: Any, parameters: type[BaseModel] = ReadArgs) -> Tool[Any]:
-    return Tool(name=name, description=name, parameters=parameters, execute=execute)
-
-
-@asynccontextmanager
-async def running() -> AsyncIterator[tuple[Context, Tools]]:
-    async with Context() as root:
-        await root.plugin(SystemPrompt)
-        await root.plugin(Tools)
-        yield root, root.tools
-
-
 def error(content: str, code: str) -> ToolResult:
     return ToolResult(content=content, is_error=True, code=code)
 
 
 async def test_string_result_and_call() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         body = Recorder("file contents")
-        tools.register(make("read", body))
+        tools.register(make_tool("read", ReadArgs, execute=body))
         call = ToolCall(id="call-1", agent="agent-handle")
         result = await tools.execute("read", '{"path": "a.txt", "limit": 5}', call)
         assert result == ToolResult(content="file contents")
@@ -86,17 +72,17 @@ async def test_string_result_and_call() -> None:
 
 
 async def test_tool_result_passes_through() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         answer = ToolResult(content="partial", is_error=True, code="MY_CODE")
-        tools.register(make("read", Recorder(answer)))
+        tools.register(make_tool("read", ReadArgs, execute=Recorder(answer)))
         result = await tools.execute("read", {"path": "a"}, ToolCall(id="c1"))
         assert result is answer
 
 
 async def test_the_call_is_optional() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         body = Recorder("ok")
-        tools.register(make("read", body))
+        tools.register(make_tool("read", ReadArgs, execute=body))
         assert await tools.execute("read", {"path": "a"}) == ToolResult(content="ok")
         ((_args, seen),) = body.calls
         assert seen == ToolCall(id="")
@@ -104,17 +90,17 @@ async def test_the_call_is_optional() -> None:
 
 @pytest.mark.parametrize("arguments", ["", "   ", "{}", {}])
 async def test_empty_arguments(arguments: str | dict[str, Any]) -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         body = Recorder()
-        tools.register(make("greet", body, Defaults))
+        tools.register(make_tool("greet", Defaults, execute=body))
         assert await tools.execute("greet", arguments, ToolCall(id="c1")) == ToolResult("done")
         assert body.calls[0][0] == Defaults()
 
 
 async def test_dict_arguments_are_not_mutated() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         body = Recorder()
-        tools.register(make("read", body))
+        tools.register(make_tool("read", ReadArgs, execute=body))
         arguments = {"path": "a", "limit": "7"}
         await tools.execute("read", arguments, ToolCall(id="c1"))
         assert body.calls[0][0] == ReadArgs(path="a", limit=7)
@@ -137,18 +123,18 @@ async def test_dict_arguments_are_not_mutated() -> None:
     ],
 )
 async def test_invalid_arguments(arguments: Any, content: str) -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         body = Recorder()
-        tools.register(make("read", body))
+        tools.register(make_tool("read", ReadArgs, execute=body))
         result = await tools.execute("read", arguments, ToolCall(id="c1"))
         assert result == error(content, "INVALID_ARGS")
         assert body.calls == []  # validated before the body runs
 
 
 async def test_invalid_json() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         body = Recorder()
-        tools.register(make("read", body))
+        tools.register(make_tool("read", ReadArgs, execute=body))
         result = await tools.execute("read", '{"path": ', ToolCall(id="c1"))
         assert result.is_error
         assert result.code == ToolArgumentsError.code
@@ -157,8 +143,8 @@ async def test_invalid_json() -> None:
 
 
 async def test_nested_locations() -> None:
-    async with running() as (_root, tools):
-        tools.register(make("nested", Recorder(), NestedArgs))
+    async with tools_runtime() as (_root, tools):
+        tools.register(make_tool("nested", NestedArgs, execute=Recorder()))
         result = await tools.execute(
             "nested", '{"items": [1, "x", 3], "options": {"depth": []}}', ToolCall(id="c1")
         )
@@ -170,32 +156,32 @@ async def test_nested_locations() -> None:
 
 
 async def test_crashing_validator_is_the_tools_error() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         body = Recorder()
-        tools.register(make("crash", body, Crashing))
+        tools.register(make_tool("crash", Crashing, execute=body))
         result = await tools.execute("crash", '{"value": "v"}', ToolCall(id="c1"))
         assert result == error("Error: validator crashed on v", "TOOL_ERROR")
         assert body.calls == []
 
 
 async def test_unknown_tool() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         result = await tools.execute("ghost", "{}", ToolCall(id="c1"))
         assert result == error('unknown tool "ghost"', "UNKNOWN_TOOL")
 
 
 async def test_scoped_resolution_and_restriction() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         shared = Recorder("global")
-        tools.register(make("read", shared))
-        tools.register(make("bash", Recorder("global bash")))
+        tools.register(make_tool("read", ReadArgs, execute=shared))
+        tools.register(make_tool("bash", ReadArgs, execute=Recorder("global bash")))
         agent = create_scope(root, "agent")
-        agent.ctx.tools.register(make("read", Recorder("scoped")))
-        agent.ctx.tools.register(make("own", Recorder("own")))
+        agent.ctx.tools.register(make_tool("read", ReadArgs, execute=Recorder("scoped")))
+        agent.ctx.tools.register(make_tool("own", ReadArgs, execute=Recorder("own")))
         agent.ctx.tools.restrict(deny=["bash"])
         call = ToolCall(id="c1")
         run = agent.ctx.tools.execute
-        tools.register(make("todo", Recorder("global todo")))
+        tools.register(make_tool("todo", ReadArgs, execute=Recorder("global todo")))
         assert (await run("todo", '{"path": "a"}', call)).content == "global todo"
         assert (await run("read", '{"path": "a"}', call)).content == "scoped"
         assert (await run("own", '{"path": "a"}', call)).content == "own"
@@ -241,18 +227,18 @@ class QuotaError(DshError):
     ],
 )
 async def test_tool_exceptions_become_results(exc: Exception, expected: ToolResult) -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
 
         async def fail(args: BaseModel, call: ToolCall) -> str:
             raise exc
 
-        tools.register(make("fail", fail))
+        tools.register(make_tool("fail", ReadArgs, execute=fail))
         assert await tools.execute("fail", '{"path": "a"}', ToolCall(id="c1")) == expected
 
 
 async def test_wrong_return_type() -> None:
-    async with running() as (_root, tools):
-        tools.register(make("number", Recorder(42)))
+    async with tools_runtime() as (_root, tools):
+        tools.register(make_tool("number", ReadArgs, execute=Recorder(42)))
         result = await tools.execute("number", '{"path": "a"}', ToolCall(id="c1"))
         assert result == error(
             'Error: tool "number" returned int; expected str or ToolResult', "TOOL_ERROR"
@@ -260,12 +246,12 @@ async def test_wrong_return_type() -> None:
 
 
 async def test_sync_execute() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
 
         def sync_body(args: BaseModel, call: ToolCall) -> str:
             return "sync"
 
-        tools.register(make("sync", sync_body))
+        tools.register(make_tool("sync", ReadArgs, execute=sync_body))
         result = await tools.execute("sync", '{"path": "a"}', ToolCall(id="c1"))
         assert result == error(
             'Error: tool "sync" execute returned str instead of an awaitable '
@@ -275,18 +261,18 @@ async def test_sync_execute() -> None:
 
 
 async def test_sync_execute_that_raises() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
 
         def sync_body(args: BaseModel, call: ToolCall) -> str:
             raise LookupError("no such file")
 
-        tools.register(make("sync", sync_body))
+        tools.register(make_tool("sync", ReadArgs, execute=sync_body))
         result = await tools.execute("sync", '{"path": "a"}', ToolCall(id="c1"))
         assert result == error("Error: no such file", "TOOL_ERROR")
 
 
 async def test_cancelled_mid_run() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         started = anyio.Event()
         never = anyio.Event()
         seen: list[str] = []
@@ -300,7 +286,7 @@ async def test_cancelled_mid_run() -> None:
                 raise
             return "finished"
 
-        tools.register(make("wait", wait))
+        tools.register(make_tool("wait", ReadArgs, execute=wait))
         scope = anyio.CancelScope()
         call = ToolCall(id="c1", cancel_scope=scope)
         results: list[ToolResult] = []
@@ -323,9 +309,9 @@ async def test_cancelled_mid_run() -> None:
 
 
 async def test_cancelled_before_dispatch() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         body = Recorder()
-        tools.register(make("read", body))
+        tools.register(make_tool("read", ReadArgs, execute=body))
         results: list[ToolResult] = []
         with anyio.CancelScope() as scope:
             scope.cancel()
@@ -336,7 +322,7 @@ async def test_cancelled_before_dispatch() -> None:
 
 
 async def test_tool_unregistered_while_running_completes() -> None:
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         started = anyio.Event()
         release = anyio.Event()
 
@@ -345,7 +331,7 @@ async def test_tool_unregistered_while_running_completes() -> None:
             await release.wait()
             return "late"
 
-        d = tools.register(make("slow", slow))
+        d = tools.register(make_tool("slow", ReadArgs, execute=slow))
         results: list[ToolResult] = []
 
         async def run() -> None:
@@ -365,7 +351,7 @@ async def test_precisely_typed_tool() -> None:
         return f"{args.path} up to {args.limit} lines"
 
     tool = Tool(name="read", description="Read a file.", parameters=ReadArgs, execute=read)
-    async with running() as (_root, tools):
+    async with tools_runtime() as (_root, tools):
         tools.register(tool)
         result = await tools.execute("read", '{"path": "a"}', ToolCall(id="c1"))
         assert result == ToolResult(content="a up to 100 lines")

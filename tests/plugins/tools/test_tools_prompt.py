@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +12,16 @@ from pydantic import BaseModel, Field
 
 import dsh
 from dsh import Context, Disposer, load_deployment
+from dsh.testing import write_deployment
 from dsh_scope import create_scope
 from dsh_system_prompt import (
     TOOL_ORDER_REST,
     AssembleContext,
-    SystemPrompt,
     ToolOrderError,
     render_prompt,
 )
-from dsh_tools import Tool, ToolCall, ToolResult, Tools
+from dsh_tools import ToolCall, ToolResult, Tools
+from tests.plugins.tools.tools_support import make_tool, tools_runtime
 
 pytestmark = pytest.mark.anyio
 
@@ -32,28 +32,12 @@ class ReadArgs(BaseModel):
     path: str = Field(description="the file to read")
 
 
-async def answer(args: BaseModel, call: ToolCall) -> str:
-    return f"{call.id}: {args.model_dump()}"
-
-
-def make(name: str, parameters: type[BaseModel] = ReadArgs) -> Tool[Any]:
-    return Tool(name=name, description=f"the {name} tool", parameters=parameters, execute=answer)
-
-
-@asynccontextmanager
-async def running(config: dict[str, Any] | None = None) -> AsyncIterator[tuple[Context, Tools]]:
-    async with Context() as root:
-        await root.plugin(SystemPrompt, config)
-        await root.plugin(Tools)
-        yield root, root.tools
-
-
-async def names(root: Context, scope: object = None) -> list[str]:
+async def assembled_tool_names(root: Context, scope: object = None) -> list[str]:
     assembly = await root.system_prompt.assemble(AssembleContext(scope=scope))
     return [schema.name for schema in assembly.tools]
 
 
-def registry(tools: Tools) -> object:
+def registry_contents(tools: Tools) -> object:
     """Everything the registry holds, by identity."""
     return (
         {name: entry.tool for name, entry in tools._global.tools.items()},
@@ -65,9 +49,9 @@ def registry(tools: Tools) -> object:
 
 
 async def test_schemas_in_lexicographic_order() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         for name in ("zulu", "alpha", "mike"):
-            tools.register(make(name))
+            tools.register(make_tool(name, ReadArgs))
         assembly = await root.system_prompt.assemble()
         assert [schema.name for schema in assembly.tools] == ["alpha", "mike", "zulu"]
         alpha = assembly.tools[0]
@@ -79,64 +63,64 @@ async def test_schemas_in_lexicographic_order() -> None:
 
 
 async def test_tool_order_config() -> None:
-    async with running({"tool_order": ["zulu", TOOL_ORDER_REST]}) as (root, tools):
+    async with tools_runtime({"tool_order": ["zulu", TOOL_ORDER_REST]}) as (root, tools):
         for name in ("alpha", "mike", "zulu"):
-            tools.register(make(name))
-        assert await names(root) == ["zulu", "alpha", "mike"]
+            tools.register(make_tool(name, ReadArgs))
+        assert await assembled_tool_names(root) == ["zulu", "alpha", "mike"]
 
 
 async def test_restricted_tools_vanish_for_that_scope_only() -> None:
     config = {"tool_order": ["bash", TOOL_ORDER_REST]}
-    async with running(config) as (root, tools):
+    async with tools_runtime(config) as (root, tools):
         for name in ("bash", "read", "todo"):
-            tools.register(make(name))
+            tools.register(make_tool(name, ReadArgs))
         agent = create_scope(root, "agent")
         create_scope(root, "other")
         hide = agent.ctx.tools.restrict(deny=["bash"])
         # tool_order names "bash", which the agent cannot see: still valid (known).
-        assert await names(root, "agent") == ["read", "todo"]
-        assert await names(root, "other") == ["bash", "read", "todo"]
-        assert await names(root) == ["bash", "read", "todo"]
+        assert await assembled_tool_names(root, "agent") == ["read", "todo"]
+        assert await assembled_tool_names(root, "other") == ["bash", "read", "todo"]
+        assert await assembled_tool_names(root) == ["bash", "read", "todo"]
         only = agent.ctx.tools.restrict(allow=["todo"])
-        assert await names(root, "agent") == ["todo"]
+        assert await assembled_tool_names(root, "agent") == ["todo"]
         result = await agent.ctx.tools.execute("read", '{"path": "x"}', ToolCall(id="c1"))
         assert result == ToolResult('unknown tool "read"', is_error=True, code="UNKNOWN_TOOL")
         await only()
         await hide()
-        assert await names(root, "agent") == ["bash", "read", "todo"]
+        assert await assembled_tool_names(root, "agent") == ["bash", "read", "todo"]
 
 
 async def test_tool_order_sees_scoped_names() -> None:
-    async with running({"tool_order": ["local", TOOL_ORDER_REST]}) as (root, tools):
-        tools.register(make("read"))
+    async with tools_runtime({"tool_order": ["local", TOOL_ORDER_REST]}) as (root, tools):
+        tools.register(make_tool("read", ReadArgs))
         agent = create_scope(root, "agent")
-        agent.ctx.tools.register(make("local"))
-        assert await names(root, "agent") == ["local", "read"]
+        agent.ctx.tools.register(make_tool("local", ReadArgs))
+        assert await assembled_tool_names(root, "agent") == ["local", "read"]
         # Globally "local" is unknown, so the same tool_order is an error there.
         with pytest.raises(ToolOrderError, match='unregistered tool "local"; known tools: read'):
             await root.system_prompt.assemble()
 
 
 async def test_scoped_tools_live_with_their_scope() -> None:
-    async with running() as (root, tools):
-        tools.register(make("global_tool"))
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("global_tool", ReadArgs))
         scope = create_scope(root, "agent")
-        scope.ctx.tools.register(make("scoped_tool"))
-        assert await names(root, "agent") == ["global_tool", "scoped_tool"]
-        assert await names(root) == ["global_tool"]
+        scope.ctx.tools.register(make_tool("scoped_tool", ReadArgs))
+        assert await assembled_tool_names(root, "agent") == ["global_tool", "scoped_tool"]
+        assert await assembled_tool_names(root) == ["global_tool"]
         result = await scope.ctx.tools.execute("scoped_tool", '{"path": "p"}', ToolCall(id="c9"))
         assert result == ToolResult(content="c9: {'path': 'p'}")
         await scope.dispose()
-        assert await names(root, "agent") == ["global_tool"]
+        assert await assembled_tool_names(root, "agent") == ["global_tool"]
         assert tools._scoped == {}
         # The key can get a new scope, which can register the same name again.
         again = create_scope(root, "agent")
-        again.ctx.tools.register(make("scoped_tool"))
-        assert await names(root, "agent") == ["global_tool", "scoped_tool"]
+        again.ctx.tools.register(make_tool("scoped_tool", ReadArgs))
+        assert await assembled_tool_names(root, "agent") == ["global_tool", "scoped_tool"]
 
 
 async def test_exact_disposer_is_adopted_by_a_composite() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         order: list[tuple[str, bool]] = []
 
         def probe(label: str) -> Any:
@@ -144,22 +128,22 @@ async def test_exact_disposer_is_adopted_by_a_composite() -> None:
 
         def wiring() -> Iterator[Any]:
             yield probe("first")
-            yield tools.register(make("alpha"))
+            yield tools.register(make_tool("alpha", ReadArgs))
             yield probe("last")
 
         composite = root.effect(wiring, label="wiring")
-        assert await names(root) == ["alpha"]
+        assert await assembled_tool_names(root) == ["alpha"]
         await composite()
         # Undone last-in-first-out: "last" still sees the tool, "first" no longer does.
         assert order == [("last", True), ("first", False)]
-        assert await names(root) == []
+        assert await assembled_tool_names(root) == []
 
 
 async def test_exact_disposer_ordered_on_fiber_unload() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         order: list[tuple[str, bool]] = []
         agent = create_scope(root, "agent")
-        tools.register(make("base"))
+        tools.register(make_tool("base", ReadArgs))
 
         def probe(label: str) -> Any:
             def check() -> None:
@@ -174,10 +158,10 @@ async def test_exact_disposer_ordered_on_fiber_unload() -> None:
             yield probe("last")
 
         fiber = await agent.ctx.plugin(contributor)
-        assert await names(root, "agent") == []
+        assert await assembled_tool_names(root, "agent") == []
         await fiber.dispose()
         assert order == [("last", True), ("first", False)]
-        assert await names(root, "agent") == ["base"]
+        assert await assembled_tool_names(root, "agent") == ["base"]
 
 
 class Contributor(dsh.Plugin):
@@ -187,11 +171,11 @@ class Contributor(dsh.Plugin):
 
     def setup(self) -> Iterator[Disposer]:
         tools = self.ctx.tools
-        yield tools.register(make("alpha"))
-        yield tools.register(make("beta"))
+        yield tools.register(make_tool("alpha", ReadArgs))
+        yield tools.register(make_tool("beta", ReadArgs))
         scope = create_scope(self.ctx, "helper")
         yield scope.fiber.dispose
-        yield scope.ctx.tools.register(make("alpha"))
+        yield scope.ctx.tools.register(make_tool("alpha", ReadArgs))
         yield scope.ctx.tools.restrict(allow=["base", "beta"])
 
 
@@ -201,32 +185,32 @@ class ScopedContributor(dsh.Plugin):
     inject = ("tools",)
 
     def setup(self) -> Iterator[Disposer]:
-        yield self.ctx.tools.register(make("extra"))
+        yield self.ctx.tools.register(make_tool("extra", ReadArgs))
         yield self.ctx.tools.restrict(allow=["alpha", "beta", "base"])
         yield self.ctx.tools.restrict(deny=["base"])
 
 
 async def test_mount_and_dispose_restores_the_registry() -> None:
-    async with running() as (root, tools):
-        tools.register(make("base"))
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("base", ReadArgs))
         agent = create_scope(root, "agent")
-        agent.ctx.tools.register(make("mine"))
+        agent.ctx.tools.register(make_tool("mine", ReadArgs))
         agent.ctx.tools.restrict(deny=["base"])
-        before = registry(tools)
-        views = [await names(root, key) for key in (None, "agent", "helper")]
+        before = registry_contents(tools)
+        views = [await assembled_tool_names(root, key) for key in (None, "agent", "helper")]
         assert views == [["base"], ["mine"], ["base"]]
 
         fiber = await root.plugin(Contributor)
         scoped = await agent.ctx.plugin(ScopedContributor)
-        assert await names(root) == ["alpha", "base", "beta"]
-        assert await names(root, "helper") == ["alpha", "base", "beta"]
-        assert await names(root, "agent") == ["alpha", "beta", "extra", "mine"]
-        assert registry(tools) != before
+        assert await assembled_tool_names(root) == ["alpha", "base", "beta"]
+        assert await assembled_tool_names(root, "helper") == ["alpha", "base", "beta"]
+        assert await assembled_tool_names(root, "agent") == ["alpha", "beta", "extra", "mine"]
+        assert registry_contents(tools) != before
 
         await scoped.dispose()
         await fiber.dispose()
-        assert registry(tools) == before
-        assert [await names(root, key) for key in (None, "agent", "helper")] == views
+        assert registry_contents(tools) == before
+        assert [await assembled_tool_names(root, key) for key in (None, "agent", "helper")] == views
 
 
 async def test_deployment(tmp_path: Path) -> None:
@@ -255,25 +239,24 @@ async def test_deployment(tmp_path: Path) -> None:
             """
         )
     )
-    (tmp_path / "dsh.yml").write_text(
-        textwrap.dedent(
-            """
-            - id: contrib
-              name: ./contrib.py
-            - id: tools
-              name: tools
-            - id: prompt
-              name: system-prompt
-              config:
-                persona: You are a test agent.
-            """
-        )
+    path = write_deployment(
+        tmp_path,
+        """
+        - id: contrib
+          name: ./contrib.py
+        - id: tools
+          name: tools
+        - id: prompt
+          name: system-prompt
+          config:
+            persona: You are a test agent.
+        """,
     )
     async with Context() as root:
-        deployment = await load_deployment(tmp_path / "dsh.yml", root)
-        assert await names(root) == ["echo"]
+        deployment = await load_deployment(path, root)
+        assert await assembled_tool_names(root) == ["echo"]
         result = await root.tools.execute("echo", '{"text": "hi"}', ToolCall(id="c1"))
         assert result == ToolResult(content="hi")
         tools = root.tools
         await deployment.dispose()
-        assert registry(tools) == ({}, {})
+        assert registry_contents(tools) == ({}, {})

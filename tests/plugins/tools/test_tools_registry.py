@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, ClassVar
 
 import anyio
@@ -18,10 +16,10 @@ from dsh import (
     Context,
     Disposer,
     DshError,
-    Fiber,
     FiberState,
     InactiveContextError,
 )
+from dsh.testing import state
 from dsh_scope import create_scope
 from dsh_system_prompt import AssembleContext, SystemPrompt, ToolProviderResult
 from dsh_tools import (
@@ -35,6 +33,7 @@ from dsh_tools import (
     ToolsSpecs,
     ToolTypeError,
 )
+from tests.plugins.tools.tools_support import NoArgs, answer, make_tool, tools_runtime
 
 pytestmark = pytest.mark.anyio
 
@@ -49,38 +48,18 @@ NO_OP = (
 )
 
 
-class NoArgs(BaseModel):
-    """No arguments."""
-
-
-async def answer(args: BaseModel, call: ToolCall) -> str:
-    return f"ran with {args!r}"
-
-
-def make(name: str, parameters: type[BaseModel] = NoArgs) -> Tool[Any]:
-    return Tool(name=name, description=f"the {name} tool", parameters=parameters, execute=answer)
-
-
-@asynccontextmanager
-async def running() -> AsyncIterator[tuple[Context, Tools]]:
-    async with Context() as root:
-        await root.plugin(SystemPrompt)
-        await root.plugin(Tools)
-        yield root, root.tools
-
-
-def view(tools: Tools, scope: object = None) -> ToolProviderResult:
+def provided(tools: Tools, scope: object = None) -> ToolProviderResult:
     """What the service tells the system prompt for ``scope``."""
     result: ToolProviderResult = tools._provide(AssembleContext(scope=scope))
     return result
 
 
 def visible(tools: Tools, scope: object = None) -> list[str]:
-    return sorted(schema.name for schema in view(tools, scope).schemas)
+    return sorted(schema.name for schema in provided(tools, scope).schemas)
 
 
 def known(tools: Tools, scope: object = None) -> list[str]:
-    names = view(tools, scope).known_names
+    names = provided(tools, scope).known_names
     assert names is not None
     return sorted(names)
 
@@ -155,18 +134,14 @@ def test_name_grammar_accepts(name: str) -> None:
 # -- lifecycle of the service -----------------------------------------------------------
 
 
-def state_of(fiber: Fiber) -> FiberState:
-    return fiber.state
-
-
 async def test_waits_for_the_system_prompt() -> None:
     async with Context() as root:
         fiber = await root.plugin(Tools)
-        assert state_of(fiber) is FiberState.PENDING
+        assert state(fiber) is FiberState.PENDING
         assert root.get("tools") is None
         await root.plugin(SystemPrompt)
         await fiber
-        assert state_of(fiber) is FiberState.ACTIVE
+        assert state(fiber) is FiberState.ACTIVE
         assert isinstance(root.tools, Tools)
 
 
@@ -183,7 +158,7 @@ async def test_provider_is_global_even_from_a_scoped_load() -> None:
     async with Context() as root:
         await root.plugin(SystemPrompt)
         await root.scoped("agent").plugin(Tools)
-        root.tools.register(make("alpha"))
+        root.tools.register(make_tool("alpha"))
         assembly = await root.system_prompt.assemble()
         assert [t.name for t in assembly.tools] == ["alpha"]
 
@@ -207,9 +182,9 @@ async def test_hookimpl_listener() -> None:
         def tools_change(self) -> None:
             heard.append("change")
 
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         await root.plugin(Listener)
-        d = tools.register(make("alpha"))
+        d = tools.register(make_tool("alpha"))
         await d()
         assert heard == ["change", "change"]
 
@@ -218,9 +193,9 @@ async def test_hookimpl_listener() -> None:
 
 
 async def test_register_returns_the_exact_disposer() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         events = counter(root)
-        d = tools.register(make("alpha"))
+        d = tools.register(make_tool("alpha"))
         assert type(d) is Disposer
         assert visible(tools) == ["alpha"]
         assert events == [1]
@@ -232,10 +207,10 @@ async def test_register_returns_the_exact_disposer() -> None:
 
 
 async def test_registration_belongs_to_the_caller() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
 
         def contributor(ctx: Context, config: None) -> None:
-            ctx.tools.register(make("alpha"))
+            ctx.tools.register(make_tool("alpha"))
 
         fiber = await root.plugin(contributor)
         assert visible(tools) == ["alpha"]
@@ -248,10 +223,10 @@ async def test_registration_belongs_to_the_caller() -> None:
     "name", ["", "a b", "x" * 65, "héllo", "dots.are.bad", "trailing\n", "<unlisted-tools>"]
 )
 async def test_bad_name(name: str) -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         events = counter(root)
         with pytest.raises(ToolRegistrationError) as info:
-            tools.register(make(name))
+            tools.register(make_tool(name))
         assert (
             str(info.value) == f'invalid tool name "{name}": it must match ^[a-zA-Z0-9_-]{{1,64}}$'
         )
@@ -297,7 +272,7 @@ def raw_tool(**fields: Any) -> Tool[Any]:
     ],
 )
 async def test_bad_types(tool: Any, message: str) -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         events = counter(root)
         with pytest.raises(ToolTypeError) as info:
             tools.register(tool)
@@ -314,10 +289,10 @@ async def test_parameters_without_json_schema() -> None:
         model_config = ConfigDict(arbitrary_types_allowed=True)
         thing: Opaque
 
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         events = counter(root)
         with pytest.raises(ToolRegistrationError) as info:
-            tools.register(make("weird", Weird))
+            tools.register(make_tool("weird", Weird))
         assert str(info.value).startswith('tool "weird" parameters have no JSON Schema: ')
         assert info.value.__cause__ is not None
         assert visible(tools) == []
@@ -335,9 +310,9 @@ async def test_schema_is_computed_once() -> None:
             calls.append(1)
             return super().model_json_schema(*args, **kwargs)
 
-    async with running() as (root, tools):
-        tools.register(make("read", Counted))
-        first = view(tools).schemas[0].parameters
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("read", Counted))
+        first = provided(tools).schemas[0].parameters
         assert first == {
             "properties": {"path": {"title": "Path", "type": "string"}},
             "required": ["path"],
@@ -345,7 +320,7 @@ async def test_schema_is_computed_once() -> None:
             "type": "object",
         }
         # The provider hands out its cached schema; each assembly copies it.
-        assert view(tools).schemas[0] is view(tools).schemas[0]
+        assert provided(tools).schemas[0] is provided(tools).schemas[0]
         assembled = (await root.system_prompt.assemble()).tools[0].parameters
         assembled["properties"]["path"]["type"] = "mutated"
         again = (await root.system_prompt.assemble()).tools[0].parameters
@@ -356,33 +331,33 @@ async def test_schema_is_computed_once() -> None:
 
 
 async def test_global_duplicate() -> None:
-    async with running() as (root, tools):
-        first = make("alpha")
+    async with tools_runtime() as (root, tools):
+        first = make_tool("alpha")
         tools.register(first)
         events = counter(root)
         with pytest.raises(ToolRegistrationError) as info:
-            tools.register(make("alpha"))
+            tools.register(make_tool("alpha"))
         assert str(info.value) == GLOBAL_DUPLICATE.format("alpha")
         assert events == []
         assert tools._global.tools["alpha"].tool is first
 
 
 async def test_scoped_duplicate_and_shadowing() -> None:
-    async with running() as (root, tools):
-        tools.register(make("alpha"))
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("alpha"))
         scope = create_scope(root, "agent")
         scoped = scope.ctx.tools
-        local = make("alpha")
+        local = make_tool("alpha")
         scoped.register(local)  # shadows the global one in this scope only
         with pytest.raises(ToolRegistrationError) as info:
-            scoped.register(make("alpha"))
+            scoped.register(make_tool("alpha"))
         assert str(info.value) == 'tool "alpha" is already registered in this scope'
         assert tools._scoped[id("agent")].tools["alpha"].tool is local
         assert visible(tools, "agent") == ["alpha"]
         assert known(tools, "agent") == ["alpha"]
         # A second name in a scope, and a global registered after it, are both seen.
-        scoped.register(make("beta"))
-        tools.register(make("gamma"))
+        scoped.register(make_tool("beta"))
+        tools.register(make_tool("gamma"))
         assert visible(tools, "agent") == ["alpha", "beta", "gamma"]
         assert visible(tools) == ["alpha", "gamma"]
         assert known(tools) == ["alpha", "gamma"]
@@ -393,13 +368,13 @@ async def test_scoped_duplicate_and_shadowing() -> None:
 
 
 async def test_inactive_context_leaves_nothing() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         scope = create_scope(root, "agent")
         stale = scope.ctx.tools
         await scope.dispose()
         with pytest.raises(InactiveContextError):
-            stale.register(make("alpha"))
-        tools.register(make("beta"))
+            stale.register(make_tool("alpha"))
+        tools.register(make_tool("beta"))
         with pytest.raises(InactiveContextError):
             stale.restrict(deny=["beta"])
         assert tools._scoped == {}
@@ -407,9 +382,9 @@ async def test_inactive_context_leaves_nothing() -> None:
 
 
 async def test_raising_change_listener_rolls_back() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         scope = create_scope(root, "agent")
-        tools.register(make("base"))
+        tools.register(make_tool("base"))
         armed = [True]
 
         def boom() -> None:
@@ -418,9 +393,9 @@ async def test_raising_change_listener_rolls_back() -> None:
 
         listener = root.on("tools/change", boom)
         with pytest.raises(RuntimeError, match="boom change listener"):
-            tools.register(make("alpha"))
+            tools.register(make_tool("alpha"))
         with pytest.raises(RuntimeError, match="boom change listener"):
-            scope.ctx.tools.register(make("alpha"))
+            scope.ctx.tools.register(make_tool("alpha"))
         with pytest.raises(RuntimeError, match="boom change listener"):
             scope.ctx.tools.restrict(deny=["base"])
         assert visible(tools) == ["base"]
@@ -428,7 +403,7 @@ async def test_raising_change_listener_rolls_back() -> None:
         assert tools._scoped == {}
         armed[0] = False
         await listener()
-        tools.register(make("alpha"))
+        tools.register(make_tool("alpha"))
         assert visible(tools) == ["alpha", "base"]
 
 
@@ -436,8 +411,8 @@ async def test_raising_change_listener_rolls_back() -> None:
 
 
 async def test_restrict_needs_a_scope() -> None:
-    async with running() as (root, tools):
-        tools.register(make("alpha"))
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("alpha"))
         events = counter(root)
         with pytest.raises(ToolRestrictionError) as info:
             tools.restrict(deny=["alpha"])
@@ -447,8 +422,8 @@ async def test_restrict_needs_a_scope() -> None:
 
 @pytest.mark.parametrize("kwargs", [{}, {"allow": None, "deny": None}, {"deny": []}, {"deny": ()}])
 async def test_restrict_noop(kwargs: dict[str, Any]) -> None:
-    async with running() as (root, tools):
-        tools.register(make("alpha"))
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("alpha"))
         scope = create_scope(root, "agent")
         with pytest.raises(ToolRestrictionError) as info:
             scope.ctx.tools.restrict(**kwargs)
@@ -457,7 +432,7 @@ async def test_restrict_noop(kwargs: dict[str, Any]) -> None:
 
 
 async def test_restrict_unknown_names() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         scope = create_scope(root, "agent")
         restrict = scope.ctx.tools.restrict
         with pytest.raises(ToolRestrictionError) as info:
@@ -465,9 +440,9 @@ async def test_restrict_unknown_names() -> None:
         assert str(info.value) == (
             'tools.restrict() names unknown global tool "bash"; known global tools: (none)'
         )
-        tools.register(make("todo"))
-        tools.register(make("bash"))
-        scope.ctx.tools.register(make("local"))  # not a global tool: cannot be named
+        tools.register(make_tool("todo"))
+        tools.register(make_tool("bash"))
+        scope.ctx.tools.register(make_tool("local"))  # not a global tool: cannot be named
         with pytest.raises(ToolRestrictionError) as info:
             restrict(allow=["bash", "ghost"], deny=["local", "ghost"])
         assert str(info.value) == (
@@ -478,8 +453,8 @@ async def test_restrict_unknown_names() -> None:
 
 
 async def test_restrict_bad_types() -> None:
-    async with running() as (root, tools):
-        tools.register(make("bash"))
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("bash"))
         restrict = create_scope(root, "agent").ctx.tools.restrict
         cases: list[tuple[dict[str, Any], str]] = [
             ({"allow": "bash"}, "tools.restrict() allow= must be a list of tool names, got str"),
@@ -498,9 +473,9 @@ async def test_restrict_bad_types() -> None:
 
 
 async def test_restrict_semantics() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         for name in ("alpha", "beta", "gamma"):
-            tools.register(make(name))
+            tools.register(make_tool(name))
         events = counter(root)
         agent = create_scope(root, "agent")
         other = create_scope(root, "other")
@@ -515,8 +490,8 @@ async def test_restrict_semantics() -> None:
         hide = agent.ctx.tools.restrict(deny=["beta"])
         assert visible(tools, "agent") == ["alpha"]
         # The scope's own tools are never masked, even under a masked name.
-        agent.ctx.tools.register(make("beta"))
-        agent.ctx.tools.register(make("local"))
+        agent.ctx.tools.register(make_tool("beta"))
+        agent.ctx.tools.register(make_tool("local"))
         assert visible(tools, "agent") == ["alpha", "beta", "local"]
         # Restricted names stay known; other views are untouched.
         assert known(tools, "agent") == ["alpha", "beta", "gamma", "local"]
@@ -524,13 +499,13 @@ async def test_restrict_semantics() -> None:
         assert visible(tools, "other") == ["alpha", "beta", "gamma"]
 
         # An allow-list hides globals registered later; a deny-list lets them through.
-        tools.register(make("delta"))
+        tools.register(make_tool("delta"))
         assert visible(tools, "agent") == ["alpha", "beta", "local"]
         await keep()
         assert visible(tools, "agent") == ["alpha", "beta", "delta", "gamma", "local"]
         await hide()
         other.ctx.tools.restrict(deny=["alpha"])
-        tools.register(make("epsilon"))
+        tools.register(make_tool("epsilon"))
         assert visible(tools, "other") == ["beta", "delta", "epsilon", "gamma"]
         assert events == [1, 1, 1, 1, 1, 1, 1, 1, 1]
 
@@ -544,11 +519,11 @@ async def test_restrict_semantics() -> None:
 
 
 async def test_allow_nothing() -> None:
-    async with running() as (root, tools):
-        tools.register(make("alpha"))
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("alpha"))
         agent = create_scope(root, "agent")
         agent.ctx.tools.restrict(allow=[])
-        agent.ctx.tools.register(make("own"))
+        agent.ctx.tools.register(make_tool("own"))
         assert visible(tools, "agent") == ["own"]
         assert known(tools, "agent") == ["alpha", "own"]
 
@@ -562,12 +537,12 @@ class Owned(dsh.Plugin):
 
     def setup(self) -> Disposer:
         Owned.seen.append(self.ctx.scope)
-        disposer: Disposer = self.ctx.tools.register(make("owned"))
+        disposer: Disposer = self.ctx.tools.register(make_tool("owned"))
         return disposer
 
 
 async def test_plugin_loaded_through_a_scope_registers_there() -> None:
-    async with running() as (root, tools):
+    async with tools_runtime() as (root, tools):
         scope = create_scope(root, "agent")
         fiber = await scope.ctx.plugin(Owned)
         assert Owned.seen[-1] == "agent"

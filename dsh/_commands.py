@@ -1,0 +1,111 @@
+"""Subcommands of the ``dsh`` command line, contributed through entry points.
+
+The core owns ``check`` and ``plugins``. Every other subcommand is a :class:`Command`
+that a package publishes in the ``dsh.commands`` entry-point group under the command's
+name (``run = "dsh_stdio_agent._cli:command"``), so the command line imports no plugin
+package of its own accord and a third-party package can add a command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from ._context import Context
+from ._deployment import load_deployment
+from ._errors import DshError
+from ._fiber import Fiber
+
+__all__ = [
+    "COMMAND_GROUP",
+    "Command",
+    "CommandError",
+    "CommandLoadError",
+    "installed_commands",
+    "load_command",
+    "run_deployment_command",
+]
+
+COMMAND_GROUP = "dsh.commands"
+
+
+class CommandError(DshError):
+    """A mistake on the command line that a command reports (an unknown ``--agent``,
+    say): printed to stderr, exit status 1."""
+
+    code = "COMMAND"
+
+
+class CommandLoadError(CommandError):
+    """An entry point of the ``dsh.commands`` group cannot be used as a command;
+    ``brief`` is the short reason ``dsh --help`` shows beside its name."""
+
+    code = "COMMAND_LOAD"
+
+    def __init__(self, message: str, brief: str) -> None:
+        super().__init__(message)
+        self.brief = brief
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``dsh`` subcommand.
+
+    ``help`` is the one line ``dsh --help`` shows; ``configure(parser)`` adds the
+    command's arguments to its argparse subparser; ``run(args)`` carries it out and
+    returns the exit status. The command's name is its entry point's name.
+    """
+
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def installed_commands() -> dict[str, importlib.metadata.EntryPoint]:
+    """The entry points of the ``dsh.commands`` group, by command name (read afresh)."""
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=COMMAND_GROUP)}
+
+
+def load_command(entry_point: importlib.metadata.EntryPoint) -> Command:
+    """Import the :class:`Command` an entry point names; raise :class:`CommandLoadError`
+    naming the entry point when it cannot be imported or is not a ``Command``."""
+    where = f'command "{entry_point.name}" ({entry_point.value})'
+    try:
+        command = entry_point.load()
+    except Exception as exc:
+        kind = type(exc).__name__
+        raise CommandLoadError(f"{where} cannot load: {kind}: {exc}", kind) from exc
+    if not isinstance(command, Command):
+        kind = type(command).__name__
+        raise CommandLoadError(f"{where} is {kind}, not a dsh.Command", "not a dsh.Command")
+    return command
+
+
+def run_deployment_command(
+    path: str | os.PathLike[str], body: Callable[[Context, Fiber], Awaitable[int]]
+) -> int:
+    """Run ``body(root, deployment)`` on the deployment at ``path``, loaded in a fresh
+    root; returns ``body``'s exit status.
+
+    The helper of commands that work on a deployment file: a :class:`DshError` raised
+    while loading or by ``body`` is printed to stderr and the status is 1. The root (and
+    so the deployment) is disposed before this returns.
+    """
+
+    async def main() -> int:
+        async with Context() as root:
+            try:
+                deployment = await load_deployment(Path(path), root)
+                return await body(root, deployment)
+            except DshError as exc:
+                print(exc, file=sys.stderr)
+                return 1
+
+    return anyio.run(main)

@@ -1,0 +1,70 @@
+"""Helpers of this project's own tests (what plugin authors need is in ``dsh.testing``)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dsh.testing import write_deployment
+from dsh_session import Session
+
+ROOT = Path(__file__).parents[1]
+EXAMPLES = ROOT / "examples"
+#: A system prompt alone: no agents, no model.
+HELLO = EXAMPLES / "hello" / "dsh.yml"
+#: The keyless echo agent: a scripted model and an ``echo`` tool.
+ECHO = EXAMPLES / "echo-agent" / "dsh.yml"
+#: The harness identity, the first section of every system prompt.
+IDENT = "You are an AI agent powered by dsh."
+#: An agent-core config declaring two agents on the echo model.
+TWO_AGENTS = "{model: echo-mock, persona: 'On {{model}}.', agents: [{id: a}, {id: b}]}"
+
+
+def echo_deployment(directory: Path, core: str, extra: str = "") -> Path:
+    """The echo example's model and tool with another agent-core config (and
+    ``extra`` entries), written to ``directory``."""
+    for name in ("mock_model.py", "echo_tool.py"):
+        shutil.copy(ECHO.parent / name, directory / name)
+    return write_deployment(
+        directory,
+        f"""\
+        - {{id: model, name: ./mock_model.py}}
+        - {{id: agent-core, name: agent-core, config: {core}}}
+        - {{id: echo, name: ./echo_tool.py}}
+        {extra}""",
+    )
+
+
+def run_dsh(
+    *args: str,
+    stdin: str = "",
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m dsh ARGS`` as a user runs it, in a subprocess fed ``stdin``; the
+    ``timeout`` fails a test instead of hanging it."""
+    return subprocess.run(
+        [sys.executable, "-m", "dsh", *args],
+        input=stdin,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def event_types(session: Session) -> list[str]:
+    """The types of ``session``'s events, in order."""
+    return [event.type for event in session.events]
+
+
+def event_data(session: Session, kind: str) -> list[Mapping[str, Any]]:
+    """The data of ``session``'s events of type ``kind``, in order."""
+    return [event.data for event in session.events if event.type == kind]
