@@ -27,6 +27,7 @@ from ._errors import (
 )
 from ._events import ALL_SCOPES, EventBus, hookimpl, hookspec
 from ._fiber import Fiber, FiberState
+from ._inflight import InFlight
 from ._plugin import Plugin, Service
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "EventUsageError",
     "Fiber",
     "FiberState",
+    "InFlight",
     "InactiveContextError",
     "InvalidEffectError",
     "InvalidPluginError",

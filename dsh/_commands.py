@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
+import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,11 +103,31 @@ def run_deployment_command(
 
     async def main() -> int:
         async with Context() as root:
-            try:
-                deployment = await load_deployment(Path(path), root)
-                return await body(root, deployment)
-            except DshError as exc:
-                print(exc, file=sys.stderr)
-                return 1
+            with anyio.CancelScope() as scope:
+                root.task(_stop_on_sigterm, scope, label="SIGTERM")
+                try:
+                    deployment = await load_deployment(Path(path), root)
+                    return await body(root, deployment)
+                except DshError as exc:
+                    print(exc, file=sys.stderr)
+                    return 1
+        return EXIT_TERMINATED  # only SIGTERM cancels the scope
 
     return anyio.run(main)
+
+
+#: The exit status after SIGTERM (128 + the signal's number, as a shell reports it).
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` on SIGTERM, so the root is disposed in order (every running turn
+    records its end) instead of the process dying mid-write. Only the main thread
+    receives signals; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            print("terminated: shutting down", file=sys.stderr)
+            scope.cancel()
+            return

@@ -11,8 +11,8 @@ from typing import Any, Self
 import anyio
 
 from ._config import EntryInfo
-from ._disposer import Disposer, EffectBody
-from ._errors import DshError, ServiceNotFoundError
+from ._disposer import Disposer, EffectBody, native_cancels
+from ._errors import ConfigError, DshError, ServiceNotFoundError
 from ._events import ALL_SCOPES, EventBus, Listener
 from ._fiber import Fiber, FiberState
 from ._plugin import Service, plugin_spec
@@ -26,12 +26,20 @@ class Context:
 
     ``Context()`` makes a root; use it as ``async with Context() as root:``. Every
     plugin receives its own context; ``ctx.<key>`` reaches an active service.
+
+    Disposal is shielded from cancellation, so a timeout around ``dispose()`` does not
+    bound it; ``undo_timeout`` (seconds) does: an asynchronous undo step still running
+    after that long is cancelled, logged with its plugin's name, and the unwind goes on.
     """
 
     __slots__ = ("_fiber", "_rt", "_tg_cm", "scope")
 
-    def __init__(self) -> None:
-        rt = Runtime()
+    def __init__(self, *, undo_timeout: float | None = None) -> None:
+        if undo_timeout is not None and not undo_timeout > 0:
+            raise ConfigError(
+                f"undo_timeout must be a positive number of seconds, got {undo_timeout!r}"
+            )
+        rt = Runtime(undo_timeout)
         self._rt = rt
         self.scope: object = None
         root = Fiber(rt, None, None, None)
@@ -39,6 +47,7 @@ class Context:
         root.ctx = self
         root.dispose = Disposer(root, "root")
         root.dispose._phase = 1
+        root.dispose.bounded = False
         root.dispose._undo.append(functools.partial(_reset_root, root))
 
     @classmethod
@@ -71,6 +80,7 @@ class Context:
     ) -> bool | None:
         rt = self._rt
         root = self._fiber
+        cancels = native_cancels()
         with anyio.CancelScope(shield=True):
             root._disposed = True
             await root._teardown()
@@ -80,6 +90,12 @@ class Context:
         rt.tg.cancel_scope.cancel()
         rt.tg = None
         rt.closed = True
+        if native_cancels() > cancels and exc is None:
+            # A task.cancel() that reached the shielded teardown (asyncio delivers
+            # those anyway) was collected as an undo step's error: deliver it now that
+            # the tree is disposed. (Cancel scopes deliver theirs by themselves.)
+            await self._tg_cm.__aexit__(None, None, None)
+            raise anyio.get_cancelled_exc_class()
         if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
             return await self._tg_cm.__aexit__(exc_type, exc, tb)
         # The body raised: the task group (whose tasks never raise) exits cleanly and
@@ -129,18 +145,14 @@ class Context:
         parent = self._fiber
         parent.check_alive()
         rt = self._rt
-        key = id(plugin)
-        cached = rt.plugin_specs.get(key)
-        if cached is not None and cached[0] is plugin and name is None:
-            spec = cached[1]
-        else:
-            spec = plugin_spec(plugin, name)
-            if name is None:
-                rt.plugin_specs[key] = (plugin, spec)
+        spec = plugin_spec(plugin, name) if name is not None else rt.spec_of(plugin)
         if spec.hookspecs is not None:
             rt.events.add_hookspecs(spec.hookspecs)
         fiber = Fiber(rt, parent, spec, config, scope=self.scope, entry=entry)
+        if name is None:
+            fiber.spec_key = id(plugin)
         fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")
+        fiber.dispose.bounded = False
         rt.depend(fiber, spec.inject, spec.provides)
         if fiber._epoch() is not None:
             fiber.state = FiberState.LOADING

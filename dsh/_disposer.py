@@ -9,6 +9,7 @@ disposer of another effect of the same fiber adopts it (see ``docs/rfc/0001``).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import aclosing
@@ -21,7 +22,7 @@ from ._errors import InvalidEffectError
 if TYPE_CHECKING:
     from ._fiber import Fiber
 
-__all__ = ["Disposer", "EffectBody"]
+__all__ = ["Disposer", "EffectBody", "native_cancels"]
 
 #: What an effect body may return (see the table in ARCHITECTURE §3.2).
 EffectBody = Any
@@ -55,6 +56,7 @@ class Disposer:
         "_setup_scope",
         "_top",
         "_undo",
+        "bounded",
         "label",
     )
 
@@ -69,9 +71,13 @@ class Disposer:
         self._setup_error: Exception | None = None
         self._pending: object = None
         self._done: anyio.Event | None = None
-        self._errors: list[Exception] = []
+        self._errors: list[BaseException] = []
         self._orphaned = False
         self._running = False
+        #: Whether ``undo_timeout`` bounds this effect's asynchronous undo steps (not
+        #: for a fiber's own disposer, whose one step is the fiber's whole teardown,
+        #: made of steps that are each bounded).
+        self.bounded = True
 
     def __repr__(self) -> str:
         return f"<Disposer {self.label!r} of {self._fiber.name!r}>"
@@ -240,7 +246,7 @@ class Disposer:
                 return True
             try:
                 result = fn()
-            except Exception as exc:
+            except BaseException as exc:  # collected like an error: the rest still run
                 self._errors.append(exc)
                 continue
             if result is not None and inspect.isawaitable(result):
@@ -250,7 +256,13 @@ class Disposer:
         return False
 
     async def _finish(self) -> None:
-        """The asynchronous part of the unwind: LIFO, each step awaited, shielded."""
+        """The asynchronous part of the unwind: LIFO, each step awaited, shielded.
+
+        Whatever a step raises is collected, cancellation included (an undo step that
+        awaits a task it has just cancelled sees that task's ``CancelledError``): the
+        shield means no cancellation from outside can reach a step, so one that
+        surfaces here is the step's own failure, and the rest must still run.
+        """
         with anyio.CancelScope(shield=True):
             if self._setup_done is not None:
                 await self._setup_done.wait()
@@ -264,12 +276,29 @@ class Disposer:
                         await pending._finish_inline()
                         self._errors.extend(pending._errors)
                 elif pending is not None:
-                    try:
-                        await pending  # type: ignore[misc]  # checked by isawaitable
-                    except Exception as exc:
-                        self._errors.append(exc)
+                    await self._step(pending)
                 if not self._run_sync():
                     return
+
+    async def _step(self, pending: Any) -> None:
+        """Await one asynchronous undo step, bounded by the runtime's ``undo_timeout``."""
+        timeout = self._fiber.runtime.undo_timeout if self.bounded else None
+        try:
+            if timeout is None:
+                await pending
+            else:
+                with anyio.move_on_after(timeout) as bound:
+                    await pending
+                if bound.cancelled_caught:
+                    self._fiber.logger.error(
+                        'plugin "%s": an undo step of effect %r did not finish within '
+                        "%ss; it was cancelled and disposal went on",
+                        self._fiber.name,
+                        self.label,
+                        timeout,
+                    )
+        except BaseException as exc:  # collected like an error: the rest still run
+            self._errors.append(exc)
 
     async def _finish_inline(self) -> None:
         self._running = True
@@ -299,8 +328,7 @@ class Disposer:
         if self._phase != _DONE and not self._fiber.runtime.closed:
             if self._done is None:
                 self._done = anyio.Event()
-            with anyio.CancelScope(shield=True):
-                await self._done.wait()
+            await _wait_shielded(self._done)
 
     def _report(self) -> None:
         for exc in self._errors:
@@ -310,6 +338,34 @@ class Disposer:
                 self.label,
                 exc_info=exc,
             )
+
+
+async def _wait_shielded(event: anyio.Event) -> None:
+    """Wait for ``event`` whatever cancels the waiter; a native asyncio cancellation
+    that reached the wait anyway is re-raised once the event is set."""
+    cancelled: BaseException | None = None
+    with anyio.CancelScope(shield=True):
+        while not event.is_set():
+            try:
+                await event.wait()
+            except anyio.get_cancelled_exc_class() as exc:  # only a native task.cancel()
+                cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+
+
+def native_cancels() -> int:
+    """How many ``task.cancel()`` requests the current asyncio task has pending (0 when
+    not on asyncio). Read before and after a shielded unwind, the difference is a
+    native cancellation that reached an await inside the shield anyway (on asyncio a
+    ``task.cancel()`` from outside does; cancel scopes never do)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # not running on asyncio
+        return 0
+    if task is None:  # pragma: no cover - asyncio code always runs inside a task
+        return 0
+    return task.cancelling()
 
 
 class _Unwind:
@@ -329,8 +385,10 @@ class _Unwind:
         self._awaited = True
         d = self._disposer
         await d._wait_done()
+        # The wait is shielded: a cancellation that came meanwhile is delivered now.
+        await anyio.lowlevel.checkpoint_if_cancelled()
         if self._owner and d._errors:
-            raise ExceptionGroup(f"disposing effect {d.label!r} failed", list(d._errors))
+            raise BaseExceptionGroup(f"disposing effect {d.label!r} failed", list(d._errors))
 
     def __del__(self) -> None:
         if self._owner and not self._awaited:

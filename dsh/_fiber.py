@@ -67,6 +67,9 @@ class Fiber:
         else:
             self.name = "root"
         self.entry = entry
+        #: ``id`` of the plugin object whose cached spec this fiber holds (None: the
+        #: spec was made for this fiber alone).
+        self.spec_key: int | None = None
         self.state = FiberState.PENDING if parent is not None else FiberState.ACTIVE
         self.config: Any = None
         self.error: BaseException | None = None
@@ -130,7 +133,7 @@ class Fiber:
         self._effects[d] = None
         return d
 
-    async def dispose_effects(self) -> list[Exception]:
+    async def dispose_effects(self) -> list[BaseException]:
         """Undo every top-level effect: sync parts in reverse order, async concurrently.
 
         Returns the errors of the unwinds this call started; the in-flight unwinds it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -64,16 +65,16 @@ class Service(Plugin):
 
     def _view(self, caller: Context) -> Service:
         cls = type(self)
-        view_cls = _VIEW_CLASSES.get(cls)
+        # Kept on the class itself (not in a module-level table), so a service class
+        # made at run time is collected with its view class once nothing uses it.
+        view_cls: type[Service] | None = cls.__dict__.get("_dsh_view_class")
         if view_cls is None:
-            view_cls = _VIEW_CLASSES[cls] = _make_view_class(cls)
+            view_cls = _make_view_class(cls)
+            type.__setattr__(cls, "_dsh_view_class", view_cls)
         view = object.__new__(view_cls)
         view.__dict__ = self.__dict__
         view._dsh_caller = caller  # type: ignore[attr-defined]  # slot of the view class
         return view
-
-
-_VIEW_CLASSES: dict[type[Service], type[Service]] = {}
 
 
 def _caller_ctx(view: Any) -> Context:
@@ -177,7 +178,8 @@ def _function_runner(fn: Callable[..., Any]) -> Callable[[Fiber, Context, Any], 
     return run
 
 
-_HOOKIMPLS: dict[type, tuple[str, ...]] = {}
+#: Weak keys: a plugin class made at run time is not kept alive by this cache.
+_HOOKIMPLS: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
 
 def _hookimpl_names(cls: type) -> tuple[str, ...]:

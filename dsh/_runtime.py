@@ -11,6 +11,7 @@ from anyio.abc import TaskGroup
 from ._check import CoreSpecs
 from ._errors import InactiveContextError, ServiceConflictError
 from ._events import EventBus
+from ._plugin import PluginSpec, plugin_spec
 
 if TYPE_CHECKING:
     from ._fiber import Fiber
@@ -29,18 +30,42 @@ class _Provision:
 class Runtime:
     """One per root :class:`~dsh.Context`; every context of the tree points at it."""
 
-    def __init__(self) -> None:
+    def __init__(self, undo_timeout: float | None = None) -> None:
         self.tg: TaskGroup | None = None
+        #: Seconds one asynchronous undo step may take before it is cancelled (None:
+        #: unbounded). Disposal is shielded, so this is the only way to bound it.
+        self.undo_timeout = undo_timeout
         self.closed = False
         self.events = EventBus()
         self.events.add_hookspecs(CoreSpecs)
-        self.plugin_specs: dict[int, Any] = {}
+        #: Specs of the plugin objects fibers run, by ``id(plugin)``: the plugin, its
+        #: spec and how many fibers use it (released when the last one is forgotten).
+        self.plugin_specs: dict[int, list[Any]] = {}
         self._uid = 0
         self._slots: dict[str, _Provision] = {}
         self._dependents: dict[str, set[Fiber]] = {}
         self._announced: dict[str, set[Fiber]] = {}
         self._busy = 0
         self._idle: anyio.Event | None = None
+
+    def spec_of(self, plugin: object) -> PluginSpec:
+        """The spec of ``plugin`` for one more fiber (described once while it is used)."""
+        cached = self.plugin_specs.get(id(plugin))
+        if cached is not None and cached[0] is plugin:
+            cached[2] += 1
+            spec: PluginSpec = cached[1]
+            return spec
+        spec = plugin_spec(plugin)
+        self.plugin_specs[id(plugin)] = [plugin, spec, 1]
+        return spec
+
+    def release_spec(self, key: int) -> None:
+        """A fiber whose plugin was looked up by :meth:`spec_of` (``key`` is the
+        plugin's id) is gone: forget the plugin once no fiber runs it."""
+        cached = self.plugin_specs[key]
+        cached[2] -= 1
+        if not cached[2]:
+            del self.plugin_specs[key]
 
     def next_uid(self) -> int:
         self._uid += 1
@@ -121,6 +146,8 @@ class Runtime:
             self._announced.setdefault(provides, set()).add(fiber)
 
     def forget(self, fiber: Fiber, keys: tuple[str, ...], provides: str | None) -> None:
+        if fiber.spec_key is not None:
+            self.release_spec(fiber.spec_key)
         for key in keys:
             self._dependents[key].discard(fiber)
         if provides is not None:

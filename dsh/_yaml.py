@@ -45,6 +45,11 @@ _SCALAR_TAGS = frozenset(
     _CORE + kind for kind in ("null", "bool", "int", "float", "str", "binary", "timestamp", "value")
 )
 _ENTRY_KEYS = ("config", "disabled", "group", "id", "name")
+#: The most values one entry's config may hold once its aliases are expanded. Aliases
+#: nest, so a few hundred bytes can stand for billions of values (an "alias bomb");
+#: everything downstream (``!env`` resolution, validation, the plugin) sees the
+#: expanded value, so the size is checked on the nodes before anything is built.
+MAX_CONFIG_VALUES = 100_000
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -124,6 +129,8 @@ class _Parser:
         self.values: dict[int, Any] = {}
         self.building: set[int] = set()
         self.flattened: dict[int, list[tuple[Node, Node]]] = {}
+        # Expanded sizes by node identity, so that measuring costs one visit per node.
+        self.sizes: dict[int, int] = {}
 
     def fail(self, line: int, owner: str | None, problem: str) -> None:
         entry = f" entry '{owner}':" if owner is not None else ""
@@ -186,7 +193,16 @@ class _Parser:
         if is_group:
             children = self.group_children(config_node, entry_id)
         elif config_node is not None:
-            config = self.build(config_node, entry_id)
+            size = self.expanded_size(config_node)
+            if size > MAX_CONFIG_VALUES:
+                self.fail(
+                    _line(config_node),
+                    entry_id,
+                    f"the config holds more than {MAX_CONFIG_VALUES} values once its "
+                    "aliases are expanded; share less through aliases",
+                )
+            else:
+                config = self.build(config_node, entry_id)
         return EntrySpec(
             id=entry_id,
             name=None if is_group else name,
@@ -296,6 +312,22 @@ class _Parser:
         return node.value, problems
 
     # -- values -------------------------------------------------------------------------
+
+    def expanded_size(self, node: Node) -> int:
+        """How many values ``node`` stands for with every alias expanded (a node met
+        again inside itself counts once: building reports the recursion)."""
+        key = id(node)
+        known = self.sizes.get(key)
+        if known is not None:
+            return known
+        self.sizes[key] = 1
+        size = 1
+        if isinstance(node, SequenceNode):
+            size += sum(self.expanded_size(item) for item in node.value)
+        elif isinstance(node, MappingNode):
+            size += sum(self.expanded_size(v) for k, v in node.value)
+        self.sizes[key] = size = min(size, MAX_CONFIG_VALUES + 1)
+        return size
 
     def build(self, node: Node, owner: str) -> Any:
         """The Python value of a config node; problems are recorded, not raised."""

@@ -229,31 +229,36 @@ class LoopAgent:
         turn = session.last_turn() + 1
         self._step = 0
         reason: dict[str, Any] = {"kind": "completed"}
-        try:
-            session.append("turn/start", {"turn": turn})
-            with scope:
-                reason = await self._steps(turn, messages)
-            if scope.cancelled_caught:
-                reason = {"kind": "aborted", "reason": self._abort_reason}
-        except anyio.get_cancelled_exc_class():
-            reason = {"kind": "aborted", "reason": "disposed"}
-            raise
-        except StepBlocked as exc:
-            reason = {"kind": "blocked", "message": str(exc)}
-        except Exception as exc:
-            reason = _error_reason(exc)
-            self._emit("agent/error", self, turn, self._step, exc)
-        finally:
-            self._turn_scope = None
-            if self._steering and reason["kind"] != "aborted":
-                self._inbox.appendleft(self._steering)
-            self._steering = []
+        # Held until the turn's end is recorded: persistence waits for it (RFC 0008).
+        with session.writing:
             try:
-                session.append("turn/end", {"turn": turn, "reason": reason})
+                session.append("turn/start", {"turn": turn})
+                with scope:
+                    reason = await self._steps(turn, messages)
+                if scope.cancelled_caught:
+                    reason = {"kind": "aborted", "reason": self._abort_reason}
+            except anyio.get_cancelled_exc_class():
+                reason = {"kind": "aborted", "reason": "disposed"}
+                raise
+            except StepBlocked as exc:
+                reason = {"kind": "blocked", "message": str(exc)}
             except Exception as exc:
-                _log.error(
-                    "recording the end of turn %d of agent %r failed", turn, self.id, exc_info=exc
-                )
+                reason = _error_reason(exc)
+                self._emit("agent/error", self, turn, self._step, exc)
+            finally:
+                self._turn_scope = None
+                if self._steering and reason["kind"] != "aborted":
+                    self._inbox.appendleft(self._steering)
+                self._steering = []
+                try:
+                    session.append("turn/end", {"turn": turn, "reason": reason})
+                except Exception as exc:
+                    _log.error(
+                        "recording the end of turn %d of agent %r failed",
+                        turn,
+                        self.id,
+                        exc_info=exc,
+                    )
 
     async def _steps(self, turn: int, messages: list[Message]) -> dict[str, Any]:
         session = self.session

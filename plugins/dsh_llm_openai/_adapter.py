@@ -10,15 +10,16 @@ import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
-from typing import cast
+from typing import Any, cast
 
 import anyio
 import httpx
 
+from dsh import InFlight
 from dsh_llm import Chunk, Finish, LlmFailure, LlmRequest
 
 from ._config import OpenAICompatibleConfig
-from ._wire import StreamDecoder, StreamError, request_body
+from ._wire import BadResponse, StreamDecoder, StreamError, request_body
 
 __all__ = ["OpenAIAdapter"]
 
@@ -119,6 +120,8 @@ class OpenAIAdapter:
         self.config = config
         self.url = f"{config.base_url}/chat/completions"
         self._client = client
+        #: The calls streaming now: the client is closed only once none is.
+        self.inflight = InFlight()
         headers = {
             "Accept": "text/event-stream",
             "Content-Type": "application/json",
@@ -134,6 +137,12 @@ class OpenAIAdapter:
 
     async def stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
         """Stream the answer to ``request``; the last chunk is always a ``Finish``."""
+        with self.inflight:
+            async with aclosing(self._stream(request)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+
+    async def _stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
         config = self.config
         body = request_body(request, send_reasoning=config.send_reasoning)
         http_request = self._client.build_request(
@@ -275,7 +284,7 @@ class OpenAIAdapter:
                     if data == "[DONE]":
                         await _drain(lines)
                         break
-                    decoder.feed(json.loads(data), out)
+                    decoder.feed(self._parse(data), out)
                     for chunk in out:
                         yield chunk
                     out.clear()
@@ -283,7 +292,7 @@ class OpenAIAdapter:
                 data = pending
                 events += 1
                 if data != "[DONE]":
-                    decoder.feed(json.loads(data), out)
+                    decoder.feed(self._parse(data), out)
             if not events:
                 content_type = response.headers.get("content-type", "no content-type")
                 text = f": {_quote(first)}" if first else ""
@@ -292,18 +301,24 @@ class OpenAIAdapter:
                     f"without a single server-sent event{text}"
                 )
             decoder.end(out)
-        except (StreamError, json.JSONDecodeError, httpx.HTTPError) as exc:
+        except (StreamError, httpx.HTTPError) as exc:
             decoder.fail(self._broken(response, exc, data), out)
         for chunk in out:
             yield chunk
+
+    def _parse(self, data: str) -> Any:
+        """The JSON value of one event's data; :class:`BadResponse` when it is not
+        JSON, or nests too deeply to decode."""
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            why = "nests too deeply" if isinstance(exc, RecursionError) else "is not JSON"
+            raise BadResponse(f"{self.url} sent a data: line that {why}: {_quote(data)}") from None
 
     def _broken(self, response: httpx.Response, exc: Exception, data: str) -> LlmFailure:
         """The failure for a stream that broke with ``exc`` after ``data``."""
         if isinstance(exc, StreamError):
             message, code = str(exc), exc.code
-        elif isinstance(exc, json.JSONDecodeError):
-            message = f"{self.url} sent a data: line that is not JSON: {_quote(data)}"
-            code = "BAD_RESPONSE"
         elif isinstance(exc, httpx.TimeoutException):
             message = (
                 f"{self.url} sent nothing for {self.config.read_timeout:g}s mid-stream "

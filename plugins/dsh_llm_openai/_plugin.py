@@ -36,8 +36,15 @@ class OpenAICompatible(Plugin):
             ),
             follow_redirects=False,
         )
-        # Undone last to first: the route goes before the client closes.
-        yield client.aclose
-        self.adapter = OpenAIAdapter(config, client)
-        registration: Disposer = self.ctx.llm.register_adapter(config.models, self.adapter)
+        adapter = self.adapter = OpenAIAdapter(config, client)
+
+        async def close_client() -> None:
+            # Turns still streaming end first (their agents are being disposed too,
+            # or they finish): a client closed under them would fail them instead.
+            await adapter.inflight.idle()
+            await client.aclose()
+
+        # Undone last to first: the route goes, then the client closes.
+        yield close_client
+        registration: Disposer = self.ctx.llm.register_adapter(config.models, adapter)
         yield registration

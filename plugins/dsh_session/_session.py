@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh import DshError
+from dsh import DshError, InFlight
 from dsh_llm import Message, ToolResultBlock
 
 __all__ = [
@@ -100,7 +100,15 @@ class Session:
     while the session is live in the store.
     """
 
-    __slots__ = ("_derived", "_last_turn", "_messages", "_on_append", "events", "header")
+    __slots__ = (
+        "_derived",
+        "_last_turn",
+        "_messages",
+        "_on_append",
+        "events",
+        "header",
+        "writing",
+    )
 
     def __init__(
         self,
@@ -116,6 +124,9 @@ class Session:
                     f'session "{header.id}" log is not contiguous: event {seq} has seq {event.seq}'
                 )
         self._on_append = on_append
+        #: Work appending to this session now (the agent loop holds it for each turn):
+        #: whoever persists the session waits for it before letting go of the session.
+        self.writing = InFlight()
         self._messages: list[Message] = []
         self._derived = 0
         self._last_turn = 0

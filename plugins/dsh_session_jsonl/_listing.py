@@ -64,7 +64,9 @@ def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
         block *= 4
 
 
-def _summarize(session_id: str, path: Path) -> SessionSummary:
+def _summarize(session_id: str, path: Path) -> SessionSummary | None:
+    """The summary of the session file ``path``; None when no file was published
+    there (a crash during creation left only the directory)."""
     try:
         with path.open("rb") as file:
             first = file.readline()
@@ -72,6 +74,8 @@ def _summarize(session_id: str, path: Path) -> SessionSummary:
                 return SessionSummary(session_id, path, error=f"{path}:1: no complete header")
             header = parse_header(first, str(path), session_id)
             last = _last_event(file, len(first), os.fstat(file.fileno()).st_size)
+    except FileNotFoundError:
+        return None
     except (OSError, DshError) as exc:
         return SessionSummary(session_id, path, error=str(exc))
     if last is None:
@@ -96,8 +100,9 @@ def _recent_first(summary: SessionSummary) -> tuple[bool, float, str]:
 
 
 def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:
-    """One summary per session directory under ``root``, most recent activity first,
-    unreadable ones last (with ``error`` set). A missing root lists nothing.
+    """One summary per session stored under ``root``, most recent activity first,
+    unreadable ones last (with ``error`` set). A missing root lists nothing, and so
+    does a directory holding no published session file.
 
     Reads only each file's header and its last records: nothing is locked, loaded or
     written, so it is safe while sessions are live.
@@ -110,10 +115,11 @@ def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:
         return []
     except OSError as exc:
         raise SessionReadError(f"cannot list the session root {base}: {exc}") from exc
-    summaries = [
+    found = [
         _summarize(entry.name, base / entry.name / FILE_NAME)
         for entry in entries
         if SESSION_ID.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)
     ]
+    summaries = [summary for summary in found if summary is not None]
     summaries.sort(key=_recent_first)
     return summaries

@@ -26,13 +26,24 @@ from ._errors import (
 )
 from ._format import DURABLE_EVENTS, FILE_NAME, encode, encode_header, parse_log
 
-__all__ = ["Loaded", "SessionLog", "attach", "load_session", "read_locked", "reopen"]
+__all__ = [
+    "Loaded",
+    "SessionLog",
+    "attach",
+    "load_session",
+    "read_locked",
+    "reopen",
+    "sweep_stale",
+]
 
 _log = logging.getLogger("dsh.session-jsonl")
 
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
 _READ_SIZE = 1 << 20
+#: A temporary file younger than this may still be in the hands of its creator, which
+#: takes its lock only just after creating it.
+_STALE_SECONDS = 10.0
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -346,3 +357,43 @@ def attach(
         os.close(fd)
         raise
     return log, events[count:]
+
+
+def _stale(path: Path, now: float) -> bool:
+    """Whether the temporary file ``path`` was left by a creator that died: old enough,
+    and nobody holds its lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if now - os.fstat(fd).st_mtime < _STALE_SECONDS:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # its creator is still writing it
+        return True
+    finally:
+        os.close(fd)
+
+
+def sweep_stale(root: Path, now: float) -> list[Path]:
+    """Remove what a crash during session creation left under ``root``: temporary
+    files nobody holds, then the session directories left empty by that. Returns the
+    removed paths; a missing or unreadable root sweeps nothing."""
+    removed: list[Path] = []
+    try:
+        directories = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return removed
+    for directory in directories:
+        with contextlib.suppress(OSError):
+            for tmp in directory.glob(f".{FILE_NAME}.*.tmp"):
+                if _stale(tmp, now):
+                    tmp.unlink()
+                    removed.append(tmp)
+            if not any(directory.iterdir()):
+                directory.rmdir()
+                removed.append(directory)
+    return removed

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -16,7 +17,7 @@ from dsh_session import Session, SessionEvent, SessionHeader, StoredSession
 from ._errors import SessionExistsError, SessionInUseError
 from ._format import FILE_NAME, check_session_id
 from ._listing import SessionSummary, list_sessions
-from ._log import SessionLog, attach, load_session, reopen
+from ._log import SessionLog, attach, load_session, reopen, sweep_stale
 
 __all__ = ["JsonlSessions", "JsonlSessionsConfig"]
 
@@ -55,12 +56,15 @@ class JsonlSessions(Plugin):
         self._loaded: dict[str, tuple[SessionHeader, int]] = {}
 
     def setup(self) -> Iterator[Callable[[], object]]:
+        for path in sweep_stale(self.root, time.time()):
+            _log.info("removed %s, left by a crash while a session was created", path)
         ctx = self.ctx
         yield ctx.on("session/created", self._created)
         yield ctx.on("session/event", self._event)
         yield ctx.on("session/disposed", self._disposed)
         yield ctx.on("session/open", self._open)
         yield ctx.on("session/list", self._stored)
+        # Undone first, while the listeners above still write: see `_close_all`.
         yield self._close_all
         # Sessions that went live before this plugin started (or while it restarted).
         for session in ctx.sessions.list():
@@ -128,7 +132,26 @@ class JsonlSessions(Plugin):
     def _stored(self, found: list[StoredSession]) -> None:
         found.extend(self.list_sessions())
 
-    def _close_all(self) -> None:
+    def _close_all(self) -> Awaitable[None] | None:
+        """Close every file, once no turn is being written to a session it holds.
+
+        A turn that is running when this plugin unloads (the whole deployment going
+        down, say) still records how it ended: its agent is being disposed too, or the
+        turn ends on its own, and this waits for that (``session.writing``) with the
+        listeners still in place.
+        """
+        busy = [s for s in self.ctx.sessions.list() if s.id in self._logs and s.writing.count]
+        if not busy:
+            self._close_files()
+            return None
+        return self._close_when_written(busy)
+
+    async def _close_when_written(self, busy: list[Session]) -> None:
+        for session in busy:
+            await session.writing.idle()
+        self._close_files()
+
+    def _close_files(self) -> None:
         logs = list(self._logs.values())
         self._logs.clear()
         self._loaded.clear()

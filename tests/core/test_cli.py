@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
 
+import dsh
 from dsh import Command, _commands, cli
 from dsh.testing import write_deployment
 from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment
@@ -301,3 +304,29 @@ def test_only_the_named_command_is_imported(monkeypatch: pytest.MonkeyPatch) -> 
     assert loaded == []
     assert cli.main(["prompt", str(HELLO)]) == 0
     assert loaded == ["prompt"]
+
+
+def test_a_broken_pipe_in_process_ends_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def gone(args: object) -> int:
+        raise BrokenPipeError
+
+    broken = Command(help="writes to a pipe nobody reads", configure=lambda p: None, run=gone)
+    monkeypatch.setitem(cli._CORE, "plugins", broken)
+    assert cli.main(["plugins"]) == 128 + signal.SIGPIPE
+    assert capsys.readouterr().err == ""
+
+
+def test_a_deployment_command_run_off_the_main_thread_skips_signals() -> None:
+    statuses: list[int] = []
+
+    async def body(root: dsh.Context, deployment: dsh.Fiber) -> int:
+        return 5
+
+    worker = threading.Thread(
+        target=lambda: statuses.append(dsh.run_deployment_command(HELLO, body))
+    )
+    worker.start()
+    worker.join(30)
+    assert statuses == [5]

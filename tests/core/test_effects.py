@@ -13,7 +13,8 @@ import pytest
 
 import dsh
 from dsh import Context, Disposer, FiberState, InactiveContextError, InvalidEffectError
-from dsh.testing import errors_logged, state, until
+from dsh._disposer import _DONE
+from dsh.testing import capture_logs, errors_logged, state, until
 
 pytestmark = pytest.mark.anyio
 
@@ -814,7 +815,10 @@ async def test_a_finished_task_disposes_quietly() -> None:
     async def worker() -> None:
         done.set()
 
-    async with Context() as root:
-        d = root.task(worker)
-        await done.wait()
-        await d()
+    with capture_logs() as logs:
+        async with Context() as root:
+            d = root.task(worker)
+            await done.wait()
+            await d()
+            assert d._phase == _DONE  # the unwind is complete, not merely started
+    assert logs.records == []  # nothing failed, so nothing is reported

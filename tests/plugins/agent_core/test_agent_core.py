@@ -9,6 +9,7 @@ import pytest
 
 from dsh import ConfigError, Context, FiberState, load_deployment
 from dsh.testing import ScriptedModel, write_deployment
+from dsh_agent import AgentError
 from dsh_agent_core import AgentCore
 from dsh_system_prompt import TOOL_ORDER_REST, ToolOrderError, ToolProviderResult, ToolSchema
 from tests.support import IDENT
@@ -106,7 +107,7 @@ async def test_disposal_leaves_nothing_behind() -> None:
         await fiber.dispose()
         for key in SERVICES:
             assert root.get(key) is None, key
-        with pytest.raises(Exception, match="is disposed"):
+        with pytest.raises(AgentError, match='agent "main" is disposed; it takes no more'):
             agent.send("anyone?")
         # Everything can come back in the same runtime: nothing was left registered.
         again = await root.plugin(AgentCore, {"model": "mock", "persona": "P."})

@@ -282,8 +282,18 @@ async def test_scoped_listeners_are_filtered_by_key() -> None:
 async def test_live_keys_are_per_runtime() -> None:
     key = object()
     async with dsh.Context() as first_root, dsh.Context() as second_root:
-        create_scope(first_root, key)
-        create_scope(second_root, key)
+        first = create_scope(first_root, key)
+        second = create_scope(second_root, key)  # another runtime: the key is free there
+        assert first.key is second.key is key
+        assert first.ctx.scope is second.ctx.scope is key
+        assert first.fiber is not second.fiber
+        assert first.fiber.runtime is not second.fiber.runtime
+        # Within one runtime the key stays taken while its scope lives.
+        with pytest.raises(ScopeError, match="already"):
+            create_scope(first_root, key)
+        await second.dispose()
+        with pytest.raises(ScopeError, match="already"):
+            create_scope(first_root, key)
 
 
 async def test_failed_creation_does_not_take_the_key() -> None:

@@ -171,7 +171,7 @@ def test_list_sessions(tmp_path: Path) -> None:
     write_session_file(
         tmp_path, "tornheader", [], tail=record_line(header_record("tornheader", 1.0))
     )
-    (tmp_path / "nofile").mkdir()
+    (tmp_path / "nofile").mkdir()  # a crash before the file was published: not listed
     (tmp_path / "stray.txt").write_text("not a session")
     (tmp_path / ".hidden").mkdir()
     os.symlink(tmp_path / "done", tmp_path / "link")
@@ -182,7 +182,6 @@ def test_list_sessions(tmp_path: Path) -> None:
         "fresh",
         "done",
         "badheader",
-        "nofile",
         "tornheader",
     ]
     crashed, fresh, done = summaries[:3]
@@ -200,7 +199,6 @@ def test_list_sessions(tmp_path: Path) -> None:
     assert (done.events, done.turns, done.last_activity, done.open) == (4, 2, 14.0, False)
     errors = {s.id: s.error for s in summaries[3:]}
     assert "line 1 is not a session header" in str(errors["badheader"])
-    assert "No such file" in str(errors["nofile"])
     assert "no complete header" in str(errors["tornheader"])
     assert all(s.created_at is None for s in summaries[3:])
 
