@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -48,9 +51,62 @@ def validate_config(
         for loc, msg in problems:
             at = ".".join(str(part) for part in loc) or "<config>"
             prefix = f"{entry.locate(loc)}: " if entry is not None else ""
-            lines.append(f"  - {prefix}{msg} (at {at})")
+            hint = _did_you_mean(model, loc) if msg == _EXTRA else ""
+            lines.append(f"  - {prefix}{msg} (at {at}){hint}")
         raise ConfigError("\n".join(lines))
     return value
+
+
+_EXTRA = "Extra inputs are not permitted"
+
+
+def _normal(key: str) -> str:
+    return key.replace("_", "").replace("-", "").lower()
+
+
+def _did_you_mean(model: type[BaseModel], loc: tuple[str | int, ...]) -> str:
+    """``; did you mean "tool_order"?`` for an unknown key close to a known one."""
+    known = _keys_at(model, loc[:-1])
+    key = loc[-1] if loc else None
+    if not known or not isinstance(key, str):
+        return ""
+    same = [name for name in known if _normal(name) == _normal(key)]
+    close = same or difflib.get_close_matches(key, known, n=1)
+    return f'; did you mean "{close[0]}"?' if close else ""
+
+
+def _keys_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The field names of the model found by following ``loc`` from ``model``."""
+    annotation: Any = model
+    for step in loc:
+        annotation = _inner(annotation, step)
+    for option in _options(annotation):
+        if isinstance(option, type) and issubclass(option, BaseModel):
+            return list(option.model_fields)
+    return []
+
+
+def _options(annotation: Any) -> tuple[Any, ...]:
+    """The members of a union (``X | None``), else the annotation alone."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
+def _inner(annotation: Any, step: str | int) -> Any:
+    """The type one ``loc`` step below ``annotation`` (None when it cannot be told)."""
+    for option in _options(annotation):
+        if isinstance(option, type) and issubclass(option, BaseModel):
+            field = option.model_fields.get(str(step))
+            if field is not None:
+                return field.annotation
+        origin = typing.get_origin(option)
+        args = typing.get_args(option)
+        if origin in (list, tuple, set, frozenset) and args and isinstance(step, int):
+            return args[0]
+        if origin is dict and len(args) == 2:
+            return args[1]
+    return None
 
 
 def _unknown_keys(
@@ -65,9 +121,7 @@ def _unknown_keys(
         if type(value).model_config.get("extra") is None:
             known = set(fields)
             known.update(f.alias for f in fields.values() if f.alias)
-            out.extend(
-                ((*loc, key), "Extra inputs are not permitted") for key in raw if key not in known
-            )
+            out.extend(((*loc, key), _EXTRA) for key in raw if key not in known)
         for name, field in fields.items():
             key = field.alias if field.alias and field.alias in raw else name
             if key in raw:

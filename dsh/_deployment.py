@@ -10,7 +10,7 @@ from typing import Any
 
 from ._config import validate_config
 from ._context import Context
-from ._errors import ConfigError, DshError
+from ._errors import ConfigError, DshError, DuplicateNameError
 from ._fiber import Fiber, FiberState
 from ._plugin import Plugin, plugin_spec
 from ._resolve import resolve_plugin
@@ -125,6 +125,10 @@ def _failure(fiber: Fiber, entry: EntrySpec) -> str | None:
         error = fiber.error
         if isinstance(error, ConfigError):
             return str(error)
+        if isinstance(error, DuplicateNameError):
+            conflict = _conflict(error)
+            if conflict is not None:
+                return conflict
         return f'{entry.where}: plugin "{fiber.name}" failed: {type(error).__name__}: {error}'
     if fiber.state is FiberState.PENDING:
         assert fiber.spec is not None
@@ -135,6 +139,21 @@ def _failure(fiber: Fiber, entry: EntrySpec) -> str | None:
             "that no active plugin provides"
         )
     return None
+
+
+def _conflict(error: DuplicateNameError) -> str | None:
+    """One line for two plugins claiming one name, naming both and blaming the later
+    deployment entry, whichever of the two loaded first and so got the name."""
+    pair = [error.holder, error.claimant]
+    if not all(isinstance(f, Fiber) for f in pair):
+        return None
+    first, second = sorted(pair, key=lambda f: (f.entry is not None, f.uid))
+    if second.entry is None:  # neither is a deployment entry (a scope's registration)
+        return None
+    return (
+        f'{second.entry.where}: plugin "{second.name}" registers {error.kind} '
+        f'"{error.name}", which {first.describe()} registers too'
+    )
 
 
 async def load_deployment(

@@ -7,12 +7,13 @@ builtin in an ``except`` clause, the class derives from that builtin too.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = [
     "ConfigError",
     "DeploymentError",
     "DshError",
+    "DuplicateNameError",
     "EventUsageError",
     "InactiveContextError",
     "InvalidEffectError",
@@ -50,6 +51,27 @@ class DeploymentError(PluginLoadError):
     def __init__(self, message: str, failures: list[str] | None = None) -> None:
         super().__init__(message)
         self.failures: list[str] = list(failures or [])
+
+
+class DuplicateNameError(DshError, ValueError):
+    """Two plugins claimed one name (a tool, a prompt section, a model, ...).
+
+    ``holder`` is the fiber that registered it, ``claimant`` the one that asked for it
+    too (either may be None when unknown); ``kind`` and ``name`` say what was claimed.
+    A deployment reports the conflict once, against whichever of the two entries comes
+    later, whichever of them happened to load first.
+    """
+
+    code = "DUPLICATE_NAME"
+
+    def __init__(
+        self, message: str, *, kind: str, name: str, holder: Any = None, claimant: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.name = name
+        self.holder = holder
+        self.claimant = claimant
 
 
 class InactiveContextError(DshError, RuntimeError):

@@ -110,6 +110,12 @@ class Fiber:
             raise self.error
         return self
 
+    def describe(self) -> str:
+        """``plugin "<name>"``, with ``(<file>:<line>: entry '<id>')`` when a deployment
+        started it: how messages name the owner of something."""
+        where = "" if self.entry is None else f" ({self.entry.where})"
+        return f'plugin "{self.name}"{where}'
+
     @property
     def is_active(self) -> bool:
         return self.state is FiberState.ACTIVE
@@ -301,7 +307,10 @@ class Fiber:
         except Exception as exc:
             self.error = exc
             self._failed = epoch
-            self.logger.error("plugin %r failed to start", self.name, exc_info=exc)
+            # A deployment reports its entries' failures itself (one located line
+            # each): its log record is for -v, where the traceback helps.
+            level = logging.ERROR if self.entry is None else logging.DEBUG
+            self.logger.log(level, "plugin %r failed to start", self.name, exc_info=exc)
             self._set_state(FiberState.UNLOADING)
             await self._teardown()
             self._loaded = None

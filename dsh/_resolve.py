@@ -8,8 +8,9 @@ A name is, in this order of precedence:
 * an installed entry point of the ``dsh.plugins`` group (``system-prompt``);
 * an importable ``module`` or ``module:attr``.
 
-A module that defines ``plugin`` stands for that object; any other module (for instance
-one with a module-level ``apply``) stands for itself.
+A module stands for, in this order: its ``plugin`` attribute; itself, when it has a
+module-level ``apply`` (with ``Config``, ``inject``, ``name``); the one ``dsh.Plugin``
+subclass it defines (several are an error naming them: pick one with ``:Name``).
 """
 
 from __future__ import annotations
@@ -21,16 +22,20 @@ import importlib.metadata
 import importlib.util
 import re
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 
 from dsh._errors import PluginLoadError
+from dsh._plugin import Plugin
 
 __all__ = ["ENTRY_POINT_GROUP", "installed_plugins", "resolve_plugin"]
 
 ENTRY_POINT_GROUP = "dsh.plugins"
 
 _FILE_PREFIXES = ("./", "../")
+#: Frames of the import machinery are not where a plugin's import failed.
+_IMPORTLIB = str(Path(importlib.__file__).parent)
 _NOT_IDENTIFIER = re.compile(r"\W")
 
 
@@ -110,7 +115,24 @@ def _unknown(name: str, plugins: dict[str, importlib.metadata.EntryPoint]) -> st
 
 
 def _import_failed(name: str, exc: BaseException) -> PluginLoadError:
-    return PluginLoadError(f'cannot import plugin "{name}": {type(exc).__name__}: {exc}')
+    where = _raised_at(exc)
+    at = f" (at {where})" if where else ""
+    return PluginLoadError(f'cannot import plugin "{name}": {type(exc).__name__}: {exc}{at}')
+
+
+def _raised_at(exc: BaseException) -> str | None:
+    """``file:line`` of the plugin code that raised ``exc`` while it was imported: the
+    innermost frame outside the import machinery (a syntax error's own location)."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}"
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith(("<frozen ", _IMPORTLIB)) and frame.filename != __file__
+    ]
+    if not frames:
+        return None
+    return f"{frames[-1].filename}:{frames[-1].lineno}"
 
 
 def _import_module(
@@ -176,6 +198,28 @@ def _pick(name: str, module: ModuleType, display: str, attr: str | None) -> obje
                 if close:
                     message += f"; did you mean: {', '.join(close)}?"
                 raise PluginLoadError(message) from None
-    if isinstance(obj, ModuleType) and hasattr(obj, "plugin"):
-        return obj.plugin
+    if isinstance(obj, ModuleType):
+        if hasattr(obj, "plugin"):
+            return obj.plugin
+        if not callable(getattr(obj, "apply", None)):
+            return _only_plugin_class(name, obj)
     return obj
+
+
+def _only_plugin_class(name: str, module: ModuleType) -> object:
+    """The one ``dsh.Plugin`` subclass a module defines (a module with neither
+    ``plugin`` nor ``apply``); the module itself when it defines none."""
+    found = [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, Plugin)
+        and value.__module__ == module.__name__
+    ]
+    if len(found) > 1:
+        names = ", ".join(cls.__name__ for cls in found)
+        raise PluginLoadError(
+            f'cannot load plugin "{name}": it defines several plugin classes ({names}); '
+            f'name one ("{name}:{found[0].__name__}"), or set plugin = <the class>'
+        )
+    return found[0] if found else module

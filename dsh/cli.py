@@ -78,6 +78,8 @@ def _check(args: argparse.Namespace) -> int:
             except Exception as exc:
                 name = getattr(listener.fn, "__qualname__", repr(listener.fn))
                 report.fail(f"{path}: the check {name} raised {type(exc).__name__}: {exc}")
+        if not deployment.instance.fibers:
+            report.warn(f"{path}: the deployment has no entries: it runs nothing")
         for line in report.warnings:
             print(f"warning: {line}", file=sys.stderr)
         if report.problems:

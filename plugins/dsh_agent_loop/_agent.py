@@ -355,6 +355,8 @@ class LoopAgent:
             self.session.append("request/header", {"turn": turn, "step": step, "header": header})
 
     async def _stream(self, turn: int, step: int, request: LlmRequest) -> AssembledMessage:
+        """Stream the step's answer into the log; a stream that is cancelled or fails
+        keeps what the user already saw as an interrupted assistant message."""
         assembler = BlockAssembler()
         session = self.session
         try:
@@ -366,16 +368,22 @@ class LoopAgent:
                     )
                     assembler.push(chunk)
         except anyio.get_cancelled_exc_class():
-            kept = assembler.interrupted_blocks()
-            if kept:
-                session.append(
-                    "assistant/message",
-                    {
-                        "turn": turn,
-                        "step": step,
-                        "message": Message("assistant", tuple(kept)).to_json(),
-                        "interrupted": True,
-                    },
-                )
+            self._keep_partial(turn, step, assembler)
             raise
-        return assembler.result()
+        result = assembler.result()
+        if result.finish.failure is not None:
+            self._keep_partial(turn, step, assembler)
+        return result
+
+    def _keep_partial(self, turn: int, step: int, assembler: BlockAssembler) -> None:
+        kept = assembler.interrupted_blocks()
+        if kept:
+            self.session.append(
+                "assistant/message",
+                {
+                    "turn": turn,
+                    "step": step,
+                    "message": Message("assistant", tuple(kept)).to_json(),
+                    "interrupted": True,
+                },
+            )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dsh import Context, Plugin
+from dsh import CheckReport, Context, Plugin
 from dsh_agent import AgentArgumentError, AgentError
 from dsh_scope import create_scope
 from dsh_session import Session
@@ -77,6 +78,7 @@ class AgentLoop(Plugin):
         yield ctx.agents.set_factory(self)
         yield ctx.system_prompt.variable("model", _model_of)
         yield ctx.system_prompt.variable("cwd", _cwd_of)
+        yield ctx.on("deployment/check", self._check)
         # Unloading the factory disposes every agent it made, wherever they are owned.
         yield self._dispose_agents
         for spec in self.config.agents:
@@ -84,11 +86,39 @@ class AgentLoop(Plugin):
                 ctx,
                 id=spec.id,
                 model=spec.model,
-                cwd=spec.cwd,
+                # A declared agent works where the deployment is run from.
+                cwd=spec.cwd or os.getcwd(),
                 persona=spec.persona,
                 session=None,
                 max_tokens=spec.max_tokens,
             )
+
+    def _check(self, report: CheckReport) -> None:
+        """``dsh check``: every agent has a model that an adapter serves.
+
+        A listener of ``agent/request`` or ``llm/request`` may supply or replace the
+        model, so with one present the problems are warnings.
+        """
+        ctx = self.ctx
+        served = ctx.llm.models()
+        rewritten = any(
+            ctx.events.event(name).listeners() for name in ("agent/request", "llm/request")
+        )
+        note = report.warn if rewritten else report.fail
+        known = ", ".join(f'"{m}"' for m in served) or "(none)"
+        for agent in self._agents:
+            if report.agent is not None and agent.id != report.agent:
+                continue
+            if agent.model is None:
+                note(
+                    f'{report.path}: agent "{agent.id}" has no model: set `model` on '
+                    "agent-core (or on the agent in `agents`)"
+                )
+            elif agent.model not in served:
+                note(
+                    f'{report.path}: agent "{agent.id}" uses model "{agent.model}", which '
+                    f"no adapter serves; known models: {known}"
+                )
 
     def _dispose_agents(self) -> Awaitable[None] | None:
         agents = list(self._agents)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh import Disposer, DshError, Service, hookspec
+from dsh import Disposer, DshError, DuplicateNameError, Fiber, Service, hookspec
 
 from ._types import Chunk, Finish, LlmError, LlmFailure, LlmRequest
 
@@ -35,7 +35,7 @@ class AdapterTypeError(AdapterRegistrationError, TypeError):
     not a string, or an adapter without a ``stream`` method."""
 
 
-class DuplicateAdapterError(AdapterRegistrationError):
+class DuplicateAdapterError(AdapterRegistrationError, DuplicateNameError):
     """A model named in a registration is already served by another adapter."""
 
     code = "DUPLICATE_ADAPTER"
@@ -90,6 +90,7 @@ class Llm(Service):
     def __init__(self, ctx: Any, config: Any) -> None:
         super().__init__(ctx, config)
         self._routes: dict[str, LlmAdapter] = {}
+        self._owners: dict[str, Fiber] = {}
 
     def models(self) -> list[str]:
         """The model names some adapter serves, sorted."""
@@ -119,7 +120,14 @@ class Llm(Service):
             if not name:
                 raise AdapterRegistrationError("adapter model names must be non-empty")
             if name in self._routes:
-                raise DuplicateAdapterError(f'an adapter for model "{name}" is already registered')
+                holder = self._owners[name]
+                raise DuplicateAdapterError(
+                    f'an adapter for model "{name}" is already registered',
+                    kind="model",
+                    name=name,
+                    holder=holder,
+                    claimant=self.ctx.fiber,
+                )
             routes.append(name)
         if len(set(routes)) != len(routes):
             repeated = sorted({n for n in routes if routes.count(n) > 1})
@@ -127,9 +135,12 @@ class Llm(Service):
                 f"adapter model names repeat: {', '.join(repeated)} (in {routes})"
             )
 
+        owner = self.ctx.fiber
+
         def body() -> Iterator[Callable[[], None]]:
             for name in routes:
                 self._routes[name] = adapter
+                self._owners[name] = owner
             # The undo comes before the event: a listener that raises rolls the
             # registration back and the error reaches the caller.
             yield functools.partial(self._unroute, routes)
@@ -142,6 +153,7 @@ class Llm(Service):
         # it stands.
         for name in names:
             del self._routes[name]
+            del self._owners[name]
         self.home_ctx.emit("llm/adapters-change")
 
     async def stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:

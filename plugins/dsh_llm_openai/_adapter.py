@@ -7,6 +7,7 @@ import email.utils
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
@@ -34,6 +35,13 @@ _MASK_MIN = 8
 _DRAIN_SECONDS = 1.0
 #: How much of an unexpected payload an error message quotes.
 _QUOTE = 200
+#: How much of a server's error message (or error body) a failure shows.
+_DETAIL = 300
+#: How a server says a request is too long for the model's context window.
+_CONTEXT_LENGTH = re.compile(
+    r"context[ _-]?(length|size|window)|maximum context|too many tokens|prompt is too long",
+    re.IGNORECASE,
+)
 
 
 def _quote(text: str) -> str:
@@ -75,9 +83,14 @@ def _server_message(text: str) -> str:
         error = data.get("error", data)
         message = error.get("message") or error.get("detail") if isinstance(error, dict) else error
         if isinstance(message, str) and message:
-            return message
-    text = text.strip()
-    return text if len(text) <= 500 else text[:500] + "…"
+            text = message
+    return _shorten(text)
+
+
+def _shorten(text: str) -> str:
+    """``text`` on one line, cut to :data:`_DETAIL` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _DETAIL else flat[: _DETAIL - 1] + "…"
 
 
 async def _error_text(response: httpx.Response) -> str:
@@ -144,7 +157,12 @@ class OpenAIAdapter:
 
     async def _stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
         config = self.config
-        body = request_body(request, send_reasoning=config.send_reasoning)
+        body = request_body(
+            request,
+            send_reasoning=config.send_reasoning,
+            options=config.request_options(bool(request.tools)),
+            extra=config.extra_body,
+        )
         http_request = self._client.build_request(
             "POST",
             self.url,
@@ -174,7 +192,9 @@ class OpenAIAdapter:
                 delay = config.retry_backoff * 2 ** (attempt - 1)
             else:
                 delay = min(failure.retry_after_ms / 1000, config.max_retry_after)
-            _log.warning(
+            # INFO, not WARNING: a retry that succeeds is not the user's problem, and
+            # one that fails for good is reported once, with its attempt count.
+            _log.info(
                 "%s failed (%s), retrying in %.2fs (attempt %d of %d): %s",
                 self.url,
                 failure.code,
@@ -238,6 +258,9 @@ class OpenAIAdapter:
         elif status >= 500:
             message = f"{base} failed with HTTP {status} (attempt {attempt})"
             code, retry = "SERVER_ERROR", True
+        elif status >= 400 and _CONTEXT_LENGTH.search(detail):
+            message = f"the request is too long for the context window of {request.model!r}"
+            code = "CONTEXT_LENGTH"
         elif status >= 400:
             message = f"{base} rejected the request (HTTP {status})"
             code = "BAD_REQUEST"
@@ -331,4 +354,8 @@ class OpenAIAdapter:
         else:
             message = f"cannot decode the response body of {self.url}: {exc}"
             code = "BAD_RESPONSE"
-        return LlmFailure(message, code, request_id=_request_id(response.headers))
+        request_id = _request_id(response.headers)
+        if request_id is not None:
+            # The server answered: its id for the request finds it in the server's log.
+            message += f" (request id {request_id})"
+        return LlmFailure(message, code, request_id=request_id)

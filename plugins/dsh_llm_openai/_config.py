@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAICompatibleConfig"]
@@ -35,6 +37,33 @@ class OpenAICompatibleConfig(BaseModel):
     #: Send reasoning back as ``reasoning_content`` on assistant messages (DeepSeek
     #: thinking mode requires it once a tool was called; most servers reject or ignore it).
     send_reasoning: bool = False
+    #: Sampling knobs, each sent only when set (servers differ in what they accept).
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
+    #: Sent only when set, and only with tools. llama-cpp-python's server reads a missing
+    #: one as "none" and refuses "auto" while streaming: leave it unset there.
+    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
+    #: Sent only when set, and only with tools.
+    parallel_tool_calls: bool | None = None
+    #: Merged into every request body last (server-specific fields such as
+    #: ``{"top_k": 20}`` or ``{"chat_template_kwargs": {...}}``); it wins over the rest.
+    extra_body: dict[str, Any] = {}
+
+    def request_options(self, with_tools: bool) -> dict[str, Any]:
+        """The optional body fields this config sets for a request (``with_tools``:
+        the request offers tools)."""
+        options: dict[str, Any] = {
+            key: value
+            for key in ("temperature", "top_p", "seed")
+            if (value := getattr(self, key)) is not None
+        }
+        if with_tools:
+            if self.tool_choice is not None:
+                options["tool_choice"] = self.tool_choice
+            if self.parallel_tool_calls is not None:
+                options["parallel_tool_calls"] = self.parallel_tool_calls
+        return options
 
     @field_validator("api_key")
     @classmethod

@@ -7,6 +7,7 @@ No I/O here: :func:`request_body` builds the JSON body of one call and
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from dsh_llm import (
@@ -36,8 +37,15 @@ _FINISH: dict[str, Any] = {"stop": "stop", "tool_calls": "tool-calls", "length":
 # -- request ------------------------------------------------------------------------------
 
 
-def request_body(request: LlmRequest, *, send_reasoning: bool = False) -> dict[str, Any]:
-    """The JSON body of a streamed chat-completions call for ``request``."""
+def request_body(
+    request: LlmRequest,
+    *,
+    send_reasoning: bool = False,
+    options: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of a streamed chat-completions call for ``request``: ``options``
+    (sampling and tool knobs) are added, then ``extra`` is merged over everything."""
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
@@ -63,6 +71,8 @@ def request_body(request: LlmRequest, *, send_reasoning: bool = False) -> dict[s
         ]
     if request.max_tokens is not None:
         body["max_tokens"] = request.max_tokens
+    body.update(options or {})
+    body.update(extra or {})
     return body
 
 
@@ -86,7 +96,9 @@ def _append_message(out: list[dict[str, Any]], message: Message, send_reasoning:
         ]
         if not text and not calls:
             return  # reasoning only (an interrupted answer): nothing the server accepts
-        entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+        # "" rather than null for a message that only calls tools: OpenAI and DeepSeek
+        # take either, llama-cpp-python's server refuses null (and a missing key).
+        entry: dict[str, Any] = {"role": "assistant", "content": text}
         if calls:
             entry["tool_calls"] = calls
         if send_reasoning:

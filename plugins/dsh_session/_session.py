@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -101,10 +102,12 @@ class Session:
     """
 
     __slots__ = (
+        "_answered",
         "_derived",
         "_last_turn",
         "_messages",
         "_on_append",
+        "_open",
         "events",
         "header",
         "writing",
@@ -127,7 +130,11 @@ class Session:
         #: Work appending to this session now (the agent loop holds it for each turn):
         #: whoever persists the session waits for it before letting go of the session.
         self.writing = InFlight()
+        # The history of the turns that ended, and the messages of the turn in progress
+        # (None outside a turn): see derive_messages.
         self._messages: list[Message] = []
+        self._open: list[Message] | None = None
+        self._answered = False
         self._derived = 0
         self._last_turn = 0
         for event in self.events:
@@ -164,15 +171,61 @@ class Session:
         """The model-facing history (a fresh list): user messages, assistant messages
         with content, and one ``tool`` message per tool result, in log order.
 
+        A turn's user messages go to the model only with what the model made of them
+        (``docs/rfc/0009``): a turn that ended without completing (``error``,
+        ``aborted``, ``blocked``, ``interrupted``) before the model produced anything
+        leaves nothing in the history, so a refused request is not sent again with
+        every later one; a turn that broke after some output keeps its user messages,
+        every step that completed and the interrupted text of the one that broke. The
+        log keeps everything either way.
+
         Incremental: each call reads only the events appended since the last one.
         """
         events = self.events
         for event in events[self._derived :]:
-            message = _message_of(event)
-            if message is not None:
-                self._messages.append(message)
+            kind = event.type
+            if kind == "turn/start":
+                self._open = []
+                self._answered = False
+            elif kind == "turn/end":
+                if self._open is not None and (
+                    self._answered or event.data["reason"]["kind"] == "completed"
+                ):
+                    self._messages.extend(self._open)
+                self._open = None
+            else:
+                message = _message_of(event)
+                if message is None:
+                    continue
+                if self._open is None:  # recorded outside a turn
+                    self._messages.append(message)
+                else:
+                    self._open.append(message)
+                    self._answered = self._answered or message.role == "assistant"
         self._derived = len(events)
+        if self._open:
+            return [*self._messages, *self._open]
         return list(self._messages)
+
+    def unanswered(self, turn: int) -> list[Message]:
+        """The user messages of ``turn`` that the history leaves out: those of a turn
+        that ended without completing before the model produced anything (empty for
+        a turn that completed, got output, or has not ended)."""
+        start = next(
+            (e.seq for e in self.events if e.type == "turn/start" and e.data["turn"] == turn),
+            None,
+        )
+        reason = self.turn_end(turn)
+        if start is None or reason is None or reason["kind"] == "completed":
+            return []
+        users: list[Message] = []
+        for event in itertools.takewhile(lambda e: e.type != "turn/end", self.events[start:]):
+            message = _message_of(event)
+            if message is not None and message.role == "assistant":
+                return []
+            if message is not None and message.role == "user":
+                users.append(message)
+        return users
 
     def last_turn(self) -> int:
         """The number of the latest turn that started (0 before any)."""

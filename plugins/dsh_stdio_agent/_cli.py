@@ -33,6 +33,12 @@ async def _resume(root: Context, path: Path, session_id: str, agent_id: str | No
         f'as agent "{agent.id}"',
         file=sys.stderr,
     )
+    for message in agent.session.unanswered(turns):
+        print(
+            f"the last turn ended before the model answered; its message is not part of "
+            f"the conversation (send it again if you still want it): {message.text!r}",
+            file=sys.stderr,
+        )
     chosen: str = agent.id
     return chosen
 

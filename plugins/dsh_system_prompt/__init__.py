@@ -7,6 +7,7 @@ See this package's README for the contract.
 from __future__ import annotations
 
 from ._errors import (
+    DuplicatePromptNameError,
     PromptRegistrationError,
     PromptRenderError,
     PromptTypeError,
@@ -37,6 +38,7 @@ __all__ = [
     "VARIABLE_NAME",
     "AssembleContext",
     "AssembledSection",
+    "DuplicatePromptNameError",
     "PromptAssembly",
     "PromptRegistrationError",
     "PromptRenderError",

@@ -6,9 +6,10 @@ naturally catch (``ValueError`` for bad content, ``TypeError`` for a bad order v
 
 from __future__ import annotations
 
-from dsh._errors import DshError
+from dsh import DshError, DuplicateNameError
 
 __all__ = [
+    "DuplicatePromptNameError",
     "PromptRegistrationError",
     "PromptRenderError",
     "PromptTypeError",
@@ -33,6 +34,10 @@ class PromptRegistrationError(DshError, ValueError):
     """A section or variable name is unusable or already taken in its layer."""
 
     code = "PROMPT_REGISTRATION"
+
+
+class DuplicatePromptNameError(PromptRegistrationError, DuplicateNameError):
+    """A section or variable name is already registered in that layer (by ``holder``)."""
 
 
 class SectionOrderError(DshError, TypeError):

@@ -12,9 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh import Context, Disposer, Service, hookspec, validate_config
+from dsh import Context, Disposer, Fiber, Service, hookspec, validate_config
 
-from ._errors import PromptRegistrationError, PromptTypeError, SectionOrderError
+from ._errors import (
+    DuplicatePromptNameError,
+    PromptRegistrationError,
+    PromptTypeError,
+    SectionOrderError,
+)
 from ._tool_order import check_tool_order, order_tools
 from ._types import (
     VARIABLE_NAME,
@@ -63,6 +68,8 @@ class _Layer:
     sections: dict[str, PromptSection] = field(default_factory=dict)
     variables: dict[str, VariableProvider] = field(default_factory=dict)
     tools: dict[object, ToolProvider] = field(default_factory=dict)
+    #: The fiber that registered each named entry, by (store, name).
+    owners: dict[tuple[str, object], Fiber] = field(default_factory=dict)
 
     def empty(self) -> bool:
         return not (self.sections or self.variables or self.tools)
@@ -128,30 +135,38 @@ class SystemPrompt(Service):
             layer = self._layer(scope)
             store: dict[Any, Any] = getattr(layer, kind)
             store[key] = value
+            layer.owners[kind, key] = ctx.fiber
             # The undo is yielded before the change event: a listener that raises
             # rolls the registration back and the error reaches the caller.
-            yield functools.partial(self._unregister, layer, store, key, scope)
+            yield functools.partial(self._unregister, layer, kind, key, scope)
             self._changed()
 
         return ctx.effect(body, label=label)
 
-    def _unregister(self, layer: _Layer, store: dict[Any, Any], key: object, scope: object) -> None:
+    def _unregister(self, layer: _Layer, kind: str, key: object, scope: object) -> None:
         # Runs once per registration (a disposer never undoes twice); an emptied
         # scope layer is reclaimed so a disposed scope leaves nothing behind.
-        del store[key]
+        del getattr(layer, kind)[key]
+        del layer.owners[kind, key]
         if scope is not None and layer.empty():
             del self._scoped[id(scope)]
         self._changed()
 
     @staticmethod
-    def _duplicate(kind: str, name: str, scope: object, hint: str) -> PromptRegistrationError:
-        if scope is None:
-            return PromptRegistrationError(
-                f'prompt {kind} "{name}" is already registered ({hint}, register through '
-                "that agent's `agent.ctx` instead)"
-            )
-        return PromptRegistrationError(
-            f'prompt {kind} "{name}" is already registered in this scope'
+    def _duplicate(
+        kind: str, name: str, scope: object, hint: str, *, holder: Fiber, claimant: Fiber
+    ) -> DuplicatePromptNameError:
+        where = (
+            f"({hint}, register through that agent's `agent.ctx` instead)"
+            if scope is None
+            else "in this scope"
+        )
+        return DuplicatePromptNameError(
+            f'prompt {kind} "{name}" is already registered {where}',
+            kind=f"prompt {kind}",
+            name=name,
+            holder=holder,
+            claimant=claimant,
         )
 
     def section(self, section: PromptSection) -> Disposer:
@@ -206,7 +221,10 @@ class SystemPrompt(Service):
         ctx = self.ctx
         layer = self._peek(ctx.scope)
         if layer is not None and name in getattr(layer, store):
-            raise self._duplicate(kind, name, ctx.scope, f"for {purpose}")
+            holder = layer.owners[store, name]
+            raise self._duplicate(
+                kind, name, ctx.scope, f"for {purpose}", holder=holder, claimant=ctx.fiber
+            )
         return self._register(ctx, store, name, value, f"prompt {kind} {name}")
 
     # -- assembly -----------------------------------------------------------------------

@@ -7,6 +7,7 @@ YAML name ``tools``; service ``Tools`` at ctx key ``tools`` (it injects
 from __future__ import annotations
 
 from ._errors import (
+    DuplicateToolError,
     ToolArgumentsError,
     ToolExecutionError,
     ToolNotFoundError,
@@ -22,6 +23,7 @@ plugin = Tools
 __all__ = [
     "TOOL_NAME",
     "ArgsT",
+    "DuplicateToolError",
     "Tool",
     "ToolArgumentsError",
     "ToolCall",

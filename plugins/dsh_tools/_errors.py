@@ -9,9 +9,10 @@ report that code.
 
 from __future__ import annotations
 
-from dsh import DshError
+from dsh import DshError, DuplicateNameError
 
 __all__ = [
+    "DuplicateToolError",
     "ToolArgumentsError",
     "ToolExecutionError",
     "ToolNotFoundError",
@@ -25,6 +26,10 @@ class ToolRegistrationError(DshError, ValueError):
     """A tool cannot be registered: a bad name, a duplicate, or no usable JSON Schema."""
 
     code = "TOOL_REGISTRATION"
+
+
+class DuplicateToolError(ToolRegistrationError, DuplicateNameError):
+    """A tool name is already registered in that layer (by ``holder``)."""
 
 
 class ToolTypeError(DshError, TypeError):

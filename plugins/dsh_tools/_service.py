@@ -11,10 +11,11 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dsh import Context, Disposer, DshError, Service, hookspec
+from dsh import Context, Disposer, DshError, Fiber, Service, hookspec
 from dsh_system_prompt import AssembleContext, ToolProviderResult, ToolSchema
 
 from ._errors import (
+    DuplicateToolError,
     ToolArgumentsError,
     ToolExecutionError,
     ToolNotFoundError,
@@ -47,6 +48,7 @@ class _Entry:
 
     tool: Tool[Any]
     schema: ToolSchema
+    owner: Fiber
 
 
 @dataclass(frozen=True)
@@ -178,19 +180,30 @@ class Tools(Service):
         scope = ctx.scope
         layer = self._global if scope is None else self._scope_layer(scope)
         if layer is not None and name in layer.tools:
-            if scope is None:
-                raise ToolRegistrationError(
-                    f'tool "{name}" is already registered (for a per-agent variant, '
-                    "register through that agent's `agent.ctx` instead)"
-                )
-            raise ToolRegistrationError(f'tool "{name}" is already registered in this scope')
+            holder = layer.tools[name].owner
+            where = (
+                "(for a per-agent variant, register through that agent's `agent.ctx` instead)"
+                if scope is None
+                else "in this scope"
+            )
+            raise DuplicateToolError(
+                f'tool "{name}" is already registered {where}',
+                kind="tool",
+                name=name,
+                holder=holder,
+                claimant=ctx.fiber,
+            )
         try:
             schema = parameters.model_json_schema()
         except Exception as exc:
             raise ToolRegistrationError(
                 f'tool "{name}" parameters have no JSON Schema: {exc}'
             ) from exc
-        entry = _Entry(tool, ToolSchema(name=name, description=tool.description, parameters=schema))
+        entry = _Entry(
+            tool,
+            ToolSchema(name=name, description=tool.description, parameters=schema),
+            ctx.fiber,
+        )
         return self._add(ctx, "tools", name, entry, f"tool {name}")
 
     def restrict(

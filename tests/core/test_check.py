@@ -66,3 +66,13 @@ def test_a_check_that_raises_is_a_problem(
         f"{path}: the check raising.<locals>.broken_check raised RuntimeError: "
         "the check itself broke\n"
     )
+
+
+def test_an_empty_deployment_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_deployment(tmp_path, "# nothing here yet\n")
+    assert cli.main(["check", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == f"warning: {path}: the deployment has no entries: it runs nothing\n"
+    assert captured.out == f"{path}: ok (0 plugin entries active)\n"

@@ -124,10 +124,15 @@ def test_verbose_logging_shows_tracebacks(
     path = write_deployment(tmp_path, "- {id: boom, name: ./boom.py}\n")
     assert cli.main(["check", str(path)]) == 1
     brief = capsys.readouterr().err
-    assert "ERROR dsh.boom: plugin 'boom' failed to start\n  RuntimeError: boom" in brief
-    assert "Traceback" not in brief
+    # The failure is printed once: the deployment's located line, no log record too.
+    assert brief == (
+        f"deployment {path} has 1 problem:\n"
+        f"{path}:1: entry 'boom': plugin \"boom\" failed: RuntimeError: boom\n"
+    )
     assert cli.main(["-v", "check", str(path)]) == 1
-    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    verbose = capsys.readouterr().err
+    assert "DEBUG dsh.boom: plugin 'boom' failed to start" in verbose
+    assert "Traceback (most recent call last)" in verbose
 
 
 def test_console_script_runs_in_a_subprocess() -> None:

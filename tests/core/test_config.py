@@ -172,3 +172,50 @@ async def test_config_error_of_a_deployment_entry_names_file_line_and_id() -> No
         "  - dsh.yml:6: Input should be a valid integer, unable to parse string as an integer "
         "(at leaf.x)",
     ]
+
+
+class Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    depth: int = 0
+
+
+class Suggesting(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    tool_order: list[str] | None = None
+    inner: Strict | None = None
+    items: list[Strict] = []
+    named: dict[str, Strict] = {}
+    numbers: dict[str, int] = {}
+
+
+class SuggestingPlugin(Plugin):
+    Config = Suggesting
+
+
+@pytest.mark.parametrize(
+    ("config", "hint"),
+    [
+        ({"toolOrder": []}, '; did you mean "tool_order"?'),
+        ({"inner": {"dpth": 1}}, '; did you mean "depth"?'),
+        ({"items": [{"Depth": 1}]}, '; did you mean "depth"?'),
+        ({"named": {"a": {"deep": 1}}}, '; did you mean "depth"?'),
+        ({"qqqq": 1}, ""),  # nothing close
+    ],
+)
+async def test_unknown_keys_suggest_the_closest_known_key_at_their_level(
+    config: dict[str, Any], hint: str
+) -> None:
+    async with Context() as root:
+        with pytest.raises(ConfigError) as info:
+            await root.plugin(SuggestingPlugin, config)
+    (line,) = [ln for ln in str(info.value).splitlines() if "Extra inputs" in ln]
+    assert line.endswith(")" + hint)
+
+
+def test_no_suggestion_where_the_level_is_not_a_model() -> None:
+    from dsh._config import _did_you_mean
+
+    # Below a dict of ints, or past an index into a model: no model's keys to offer.
+    assert _did_you_mean(Suggesting, ("numbers", "a", "x")) == ""
+    assert _did_you_mean(Suggesting, ("inner", 0, "x")) == ""
+    assert _did_you_mean(Suggesting, (0,)) == ""

@@ -202,7 +202,10 @@ def test_a_file_that_is_not_python(deploy_dir: Path) -> None:
 def test_a_file_failing_to_import_is_reported_and_not_kept(deploy_dir: Path) -> None:
     path = write_file(deploy_dir / "broken.py", "raise ValueError('bad config table')\n")
     error = load_error("./broken.py", deploy_dir)
-    assert str(error) == 'cannot import plugin "./broken.py": ValueError: bad config table'
+    assert str(error) == (
+        'cannot import plugin "./broken.py": ValueError: bad config table '
+        f"(at {deploy_dir / 'broken.py'}:1)"
+    )
     assert isinstance(error.__cause__, ValueError)
     assert not [n for n in sys.modules if n.startswith("_dsh_file_broken_")]
     # Fixing the file and resolving again imports it afresh.
@@ -349,17 +352,19 @@ def test_invalid_attribute_in_a_module_name(installed: object, deploy_dir: Path)
 def test_module_failing_to_import(lib: Make, installed: object, deploy_dir: Path) -> None:
     lib("mod_boom.py", "raise RuntimeError('boom')\n")
     error = load_error("mod_boom", deploy_dir)
-    assert str(error) == 'cannot import plugin "mod_boom": RuntimeError: boom'
+    assert str(error).startswith('cannot import plugin "mod_boom": RuntimeError: boom (at ')
+    assert str(error).endswith("mod_boom.py:1)")  # the plugin's own file and line
     assert isinstance(error.__cause__, RuntimeError)
 
 
 def test_module_with_a_missing_dependency(lib: Make, installed: object, deploy_dir: Path) -> None:
     lib("mod_needs_dep.py", "import dsh_missing_dependency_xyz\n")
     error = load_error("mod_needs_dep:Thing", deploy_dir)
-    assert str(error) == (
+    assert str(error).startswith(
         'cannot import plugin "mod_needs_dep:Thing": '
-        "ModuleNotFoundError: No module named 'dsh_missing_dependency_xyz'"
+        "ModuleNotFoundError: No module named 'dsh_missing_dependency_xyz' (at "
     )
+    assert str(error).endswith("mod_needs_dep.py:1)")
     assert isinstance(error.__cause__, ModuleNotFoundError)
 
 

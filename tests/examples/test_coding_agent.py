@@ -172,11 +172,12 @@ def test_killed_mid_turn_then_resumed_loses_nothing_committed(wire: Wire, tmp_pa
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "Done refactoring"
     assert f'resumed session {session} (1 turn) as agent "main"' in resumed.stderr
+    # The killed turn got no answer: it is kept in the log and left out of the
+    # history (RFC 0009), and the user is told so.
+    assert "its message is not part of the conversation" in resumed.stderr
+    assert "'Refactor utils.py'" in resumed.stderr
     messages = wire.requests[-1]["body"]["messages"]
-    assert [(m["role"], m.get("content")) for m in messages[1:]] == [
-        ("user", "Refactor utils.py"),
-        ("user", "Continue"),
-    ]
+    assert [(m["role"], m.get("content")) for m in messages[1:]] == [("user", "Continue")]
     after = stored_records(tmp_path, session)
     assert after[: len(before)] == before
     ends = [r["data"] for r in after if r["type"] == "turn/end"]

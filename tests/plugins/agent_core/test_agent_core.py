@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,8 @@ async def test_declared_agents_take_the_bundle_model_unless_they_name_one() -> N
         }
         await root.plugin(AgentCore, config)
         plain, special = root.agents.list()
-        assert (plain.id, plain.model, plain.cwd) == ("plain", "default-model", None)
+        # A declared agent without a cwd works where the deployment runs (RFC 0009).
+        assert (plain.id, plain.model, plain.cwd) == ("plain", "default-model", os.getcwd())
         assert (special.id, special.model, special.cwd) == ("special", "special-model", "/s")
         prompt = await root.system_prompt.assemble(root.agents.assemble_context_for(special))
         assert prompt.sections[1].text == "Special."

@@ -309,8 +309,10 @@ async def test_backstop_unset_variable_fails_the_turn_then_recovers(
         assert [end["kind"] for end in ends(agent.session)] == ["error", "completed"]
         (request,) = r.model.requests
         assert request.system == f"{IDENT}\n\nIn /rescued."
-        # The failed turn's message stays in the history.
-        assert message_texts(request) == ["first", "second"]
+        # The failed turn got no answer: its message is in the log, not in the
+        # history, so it is not sent again (RFC 0009).
+        assert message_texts(request) == ["second"]
+        assert [m.text for m in agent.session.derive_messages()] == ["second", "ok"]
 
 
 async def test_late_model_through_the_request_waterfall() -> None:
@@ -787,7 +789,8 @@ async def test_steering_left_by_a_failed_turn_starts_the_next_turn() -> None:
         go.set()
         await agent.when_idle()
         assert [end["kind"] for end in ends(agent.session)] == ["error", "completed"]
-        assert message_texts(r.model.requests[1]) == ["hi", "steered"]
+        # Turn 1 failed before the model said anything: only the steering goes on.
+        assert message_texts(r.model.requests[1]) == ["steered"]
 
 
 # -- each queued message is its own turn; the driver survives everything -----------------
@@ -962,6 +965,24 @@ async def test_agent_error_names_the_step_it_failed_in() -> None:
 
 def partial_text(streamed: anyio.Event, never: anyio.Event) -> list[Chunk | Wait | Mark]:
     return [BlockStart(0, "text"), TextDelta(0, "partial answer"), Mark(streamed), Wait(never)]
+
+
+async def test_a_stream_that_fails_midway_keeps_the_partial_answer_like_a_cancel() -> None:
+    # What the user saw stays in the conversation, whichever way the stream broke.
+    async with loop_rig() as r:
+        r.model.reply(
+            [*text("partial answer")[:2], *failure("the server hung up", "STREAM_INTERRUPTED")],
+            text("ok"),
+        )
+        agent = r.agent()
+        await run(agent, "hi")
+        session = agent.session
+        assert ends(session)[0]["code"] == "STREAM_INTERRUPTED"
+        (partial,) = event_data(session, "assistant/message")
+        assert partial["interrupted"] is True
+        assert Message.from_json(partial["message"]).text == "partial answer"
+        await run(agent, "again")
+        assert message_texts(r.model.requests[1]) == ["hi", "partial answer", "again"]
 
 
 async def test_cancel_during_streaming_keeps_the_partial_answer() -> None:
@@ -1649,3 +1670,21 @@ async def test_prompt_variables_without_an_agent_are_none() -> None:
         agent = r.agent(cwd="/here")
         scoped = await r.root.system_prompt.assemble(r.root.agents.assemble_context_for(agent))
         assert scoped.variables == {"model": "mock", "cwd": "/here"}
+
+
+async def test_a_turn_that_fails_before_its_first_step_reports_step_0() -> None:
+    # Mutant: `self._step = 0` dropped from _turn (the error named the last turn's step).
+    async with loop_rig() as r:
+        r.model.reply(tool_calls(tool_call("nothing", id="c1")), text("two steps"))
+        agent = r.agent()
+        await run(agent, "first")
+        assert agent.session.last_turn() == 1
+
+        def refuse_turn_two(session: Session, event: SessionEvent) -> None:
+            if event.type == "turn/start" and event.data["turn"] == 2:
+                raise RuntimeError("no turn two")
+
+        r.root.on("session/event", refuse_turn_two)
+        await run(agent, "second")
+        (error,) = r.errors
+        assert error[:3] == ("a", 2, 0)

@@ -73,6 +73,26 @@ def _frame(event: Any) -> bytes:
     return f"data: {json.dumps(event)}\n\n".encode()
 
 
+def llama_cpp_problems(messages: list[Any]) -> list[str]:
+    """What llama-cpp-python's server refuses in a request's messages: every message
+    needs a string ``content`` (an assistant message that only calls tools too: null
+    or a missing key are validation errors), a known role, and a tool message needs
+    the id of a call made before it."""
+    problems: list[str] = []
+    called: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            problems.append(f"messages.{i}.role: unknown role {role!r}")
+        if not isinstance(message.get("content"), str):
+            problems.append(f"messages.{i}.content: Input should be a valid string")
+        for call in message.get("tool_calls") or ():
+            called.add(call["id"])
+        if role == "tool" and message.get("tool_call_id") not in called:
+            problems.append(f"messages.{i}.tool_call_id: no earlier tool call has this id")
+    return problems
+
+
 class LoopbackServer:
     """The scripted server; see the module docstring."""
 
@@ -81,6 +101,12 @@ class LoopbackServer:
     HOLD = HOLD
 
     def __init__(self) -> None:
+        #: Validate message shapes as llama-cpp-python's server does: a request that
+        #: breaks them is answered 500 with the validation errors (and not scripted).
+        self.strict = False
+        #: Answer 400 "maximum context length" to a request whose messages hold more
+        #: characters than this (None: no limit).
+        self.context_chars: int | None = None
         self.requests: list[Recorded] = []
         self.replies: deque[_Reply] = deque()
         #: Set when a handler notices that its client went away.
@@ -244,6 +270,29 @@ class LoopbackServer:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _refusal(self, body: Any) -> _Reply | None:
+        """The answer of a server that validates what it is sent (see ``strict`` and
+        ``context_chars``), or None when the request passes."""
+        messages = body.get("messages", []) if isinstance(body, dict) else []
+        if self.strict:
+            problems = llama_cpp_problems(messages)
+            if problems:
+                detail = json.dumps({"detail": problems}).encode()
+                return _Reply(500, {"Content-Type": "application/json"}, body=detail)
+        if self.context_chars is not None:
+            size = sum(len(str(m.get("content") or "")) for m in messages)
+            if size > self.context_chars:
+                error = {
+                    "error": {
+                        "message": f"This model's maximum context length is "
+                        f"{self.context_chars} tokens; your request has {size}",
+                        "type": "invalid_request_error",
+                    }
+                }
+                data = json.dumps(error).encode()
+                return _Reply(400, {"Content-Type": "application/json"}, body=data)
+        return None
+
     def _next(self) -> _Reply:
         with self._lock:
             if self.replies:
@@ -300,7 +349,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {key.lower(): value for key, value in self.headers.items()}
         client = (str(self.client_address[0]), int(self.client_address[1]))
         owner.requests.append(Recorded(self.command, self.path, headers, body, client))
-        reply = owner._next()
+        reply = owner._refusal(body) or owner._next()
         try:
             self._answer(reply)
         except OSError:  # the client went away (broken pipe, reset)

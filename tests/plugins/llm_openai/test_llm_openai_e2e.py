@@ -177,7 +177,7 @@ async def test_a_yaml_deployment_completes_a_turn_with_a_tool_call(
         {"role": "user", "content": "shout hello"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_shout",

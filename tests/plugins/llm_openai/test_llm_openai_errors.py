@@ -90,7 +90,9 @@ async def test_not_found_names_the_url_and_the_model(server: LoopbackServer) -> 
         (400, {"message": "vLLM style"}, "vLLM style"),
         (400, {"error": "plain string error"}, "plain string error"),
         (400, {"error": {"code": "x"}}, '{"error": {"code": "x"}}'),
-        (400, "x" * 2000, "x" * 500 + "…"),
+        (400, "x" * 2000, ": " + "x" * 299 + "…"),
+        # A server's long, multi-line message is shown on one line, shortened.
+        (400, {"error": {"message": "7 validation errors:\n  a\n" + "b" * 400}}, "b…"),
         (409, b"", "HTTP 409)"),
     ],
 )
@@ -111,7 +113,7 @@ async def test_an_error_body_is_read_only_so_far(server: LoopbackServer) -> None
     server.stream(b"e" * 40_000, status=400, headers={"Content-Type": "text/plain"})
     got = final_failure(await server.run())
     assert got.code == "BAD_REQUEST"
-    assert got.message.endswith("e" * 500 + "…")
+    assert got.message.endswith(": " + "e" * 299 + "…")
 
 
 async def test_a_redirect_is_a_bad_response(server: LoopbackServer) -> None:
@@ -137,12 +139,14 @@ async def test_429_is_retried_then_streams(
 ) -> None:
     server.reply(429, {"error": {"message": "slow down"}})
     stream_ok(server, "after the wait")
-    with caplog.at_level(logging.WARNING, logger="dsh.llm-openai"):
+    with caplog.at_level(logging.INFO, logger="dsh.llm-openai"):
         chunks = await server.run()
     assert chunks[1] == TextDelta(0, "after the wait")
     assert chunks[-1] == Finish("stop")
     assert len(server.requests) == 2
+    # A retry is not a warning (a person sees a failure once, with its attempt count).
     (record,) = caplog.records
+    assert record.levelno == logging.INFO
     assert "RATE_LIMITED" in record.getMessage()
     assert "attempt 2 of 3" in record.getMessage()
 
@@ -414,6 +418,8 @@ async def test_cancelling_during_the_backoff_sends_no_retry(server: LoopbackServ
     logger = logging.getLogger("dsh.llm-openai")
     handler = CancelOnRetry()
     logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
     try:
         async with server.llm(retry_backoff=60) as llm:
             with scope:
@@ -421,6 +427,7 @@ async def test_cancelling_during_the_backoff_sends_no_retry(server: LoopbackServ
                     chunks = [chunk async for chunk in stream]
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(level)
     assert scope.cancelled_caught
     assert "chunks" not in locals()
     assert len(server.requests) == 1

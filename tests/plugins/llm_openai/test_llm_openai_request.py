@@ -70,7 +70,7 @@ EXPECTED_MESSAGES: list[dict[str, Any]] = [
     {"role": "tool", "tool_call_id": "call_b", "content": "no such file"},
     {
         "role": "assistant",
-        "content": None,
+        "content": "",
         "tool_calls": [
             {"id": "call_c", "type": "function", "function": {"name": "read", "arguments": "{}"}}
         ],

@@ -441,7 +441,7 @@ async def test_an_error_object_mid_stream_is_a_server_error(
     assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "so far")]
     got = final_failure(chunks)
     assert got.code == "SERVER_ERROR"
-    assert got.message == f"the server reported an error mid-stream: {text}"
+    assert got.message == f"the server reported an error mid-stream: {text} (request id req-mid)"
     assert got.request_id == "req-mid"
 
 

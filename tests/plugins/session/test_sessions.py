@@ -413,3 +413,68 @@ async def test_resume_refuses_a_header_for_another_session() -> None:
         with pytest.raises(SessionError, match='answered "mine" with the header'):
             await sessions.resume("mine")
         assert sessions.list() == []
+
+
+# -- what the history keeps of turns that did not complete (RFC 0009) ------------------------
+
+
+def turn_of(session: Session, turn: int, *events: tuple[str, dict[str, Any]], end: str) -> None:
+    session.append("turn/start", {"turn": turn})
+    for kind, data in events:
+        session.append(kind, {**data, "turn": turn})
+    session.append("turn/end", {"turn": turn, "reason": {"kind": end}})
+
+
+@pytest.mark.parametrize("end", ["error", "aborted", "blocked", "interrupted"])
+def test_a_turn_the_model_never_answered_leaves_nothing_in_the_history(end: str) -> None:
+    session = fresh()
+    turn_of(session, 1, ("user/message", user("too long")), end=end)
+    assert session.derive_messages() == []
+    assert session.unanswered(1) == [Message.user("too long")]
+    turn_of(
+        session,
+        2,
+        ("user/message", user("shorter")),
+        ("assistant/message", assistant(TextBlock("fine"))),
+        end="completed",
+    )
+    # Never two user messages in a row: the refused one is not sent again.
+    assert [m.role for m in session.derive_messages()] == ["user", "assistant"]
+    assert session.unanswered(2) == []
+    # Derived again from the stored log (a resume), the history is the same.
+    again = Session(session.header, list(session.events))
+    assert again.derive_messages() == session.derive_messages()
+
+
+def test_a_turn_that_broke_after_some_output_keeps_it() -> None:
+    session = fresh()
+    turn_of(
+        session,
+        1,
+        ("user/message", user("read it")),
+        ("assistant/message", assistant(ToolCallBlock("c1", "read", "{}"))),
+        ("tool/result", result("c1", "the text")),
+        ("assistant/message", assistant(TextBlock("It say"), step=2, interrupted=True)),
+        end="error",
+    )
+    assert [m.role for m in session.derive_messages()] == ["user", "assistant", "tool", "assistant"]
+    assert session.derive_messages()[-1].text == "It say"
+    assert session.unanswered(1) == []
+
+
+def test_the_turn_in_progress_is_in_the_history_until_it_ends() -> None:
+    session = fresh()
+    session.append("turn/start", {"turn": 1})
+    session.append("user/message", user("now"))
+    assert session.derive_messages() == [Message.user("now")]  # the request of step 1
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "aborted", "reason": "user"}})
+    assert session.derive_messages() == []
+    assert session.unanswered(7) == []  # no such turn
+    session.append("turn/start", {"turn": 2})
+    assert session.unanswered(2) == []  # still open
+
+
+async def test_the_store_is_named_sessions_in_logs_and_errors() -> None:
+    # Mutant: `name = "sessions"` dropped from the Sessions service.
+    async with store() as (root, _, _):
+        assert root.sessions.home_ctx.fiber.name == "sessions"

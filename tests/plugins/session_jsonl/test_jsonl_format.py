@@ -201,6 +201,8 @@ def test_list_sessions(tmp_path: Path) -> None:
     assert "line 1 is not a session header" in str(errors["badheader"])
     assert "no complete header" in str(errors["tornheader"])
     assert all(s.created_at is None for s in summaries[3:])
+    # An unreadable session reports nothing it could not read.
+    assert all((s.events, s.turns, s.open) == (0, 0, False) for s in summaries[3:])
 
 
 def test_list_sessions_reads_only_the_tail_of_a_long_log(tmp_path: Path) -> None:
