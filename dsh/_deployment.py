@@ -145,11 +145,9 @@ def _conflict(error: DuplicateNameError) -> str | None:
     """One line for two plugins claiming one name, naming both and blaming the later
     deployment entry, whichever of the two loaded first and so got the name."""
     pair = [error.holder, error.claimant]
-    if not all(isinstance(f, Fiber) for f in pair):
-        return None
-    first, second = sorted(pair, key=lambda f: (f.entry is not None, f.uid))
-    if second.entry is None:  # neither is a deployment entry (a scope's registration)
-        return None
+    if not all(isinstance(f, Fiber) and f.entry is not None for f in pair):
+        return None  # not two entries of a deployment: the error says it as it is
+    first, second = sorted(pair, key=lambda f: f.uid)
     return (
         f'{second.entry.where}: plugin "{second.name}" registers {error.kind} '
         f'"{error.name}", which {first.describe()} registers too'

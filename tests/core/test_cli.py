@@ -335,3 +335,22 @@ def test_a_deployment_command_run_off_the_main_thread_skips_signals() -> None:
     worker.start()
     worker.join(30)
     assert statuses == [5]
+
+
+def test_errors_logged_without_verbose_show_one_line_per_exception(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "undo.py").write_text(
+        "def apply(ctx, config):\n"
+        "    def undo():\n"
+        "        raise RuntimeError('undo failed')\n"
+        "    return undo\n"
+    )
+    path = write_deployment(tmp_path, "- {id: undo, name: ./undo.py}\n")
+    assert cli.main(["check", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert (
+        'ERROR dsh.undo: plugin "undo": error while disposing it\n  RuntimeError: undo failed'
+        in err
+    )
+    assert "Traceback" not in err

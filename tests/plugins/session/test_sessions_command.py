@@ -57,6 +57,9 @@ def test_sessions_describe_open_turns_and_cwd() -> None:
     assert describe_session(item) == (
         "s1  -  1 turn  agent -  model -  cwd /srv/app  last turn interrupted (closed on resume)"
     )
+    # A session stored without a cwd (older ones, or made in code) just omits it.
+    item.cwd, item.open, item.turns = None, False, 2
+    assert describe_session(item) == "s1  -  2 turns  agent -  model -"
 
 
 def test_sessions_and_resume_need_their_plugins(
