@@ -156,15 +156,16 @@ class StreamCapture:
         return StreamOutput(text, truncated=True, spill_path=self.spill_path)
 
     def read_since(self, offset: int, *, final: bool) -> OutputSlice:
-        """The text written since byte ``offset``: what memory still holds of it, from
-        a character boundary on. Unless ``final`` (the stream has ended), a character
-        still incomplete at the end is left for the next read."""
-        start = self.size - len(self._tail)
+        """The text written since byte ``offset``: what the kept tail (the last
+        ``max_bytes``) holds of it, from a character boundary on. Unless ``final`` (the
+        stream has ended), a character still incomplete at the end is left for the next
+        read."""
+        start = self.size - min(len(self._tail), self.max_bytes)
         skipped = 0
         if offset < start:
             skipped = start - offset
             offset = start
-        data = bytes(self._tail[offset - start :])
+        data = bytes(self._tail[offset - self.size :] if offset < self.size else b"")
         if skipped:
             lead = _continuations(data)
             data = data[lead:]

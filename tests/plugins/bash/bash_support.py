@@ -13,6 +13,9 @@ from typing import Any
 import anyio
 
 from dsh import Context
+from dsh.testing import Reply, ScriptedModel
+from dsh_agent import Agent
+from dsh_agent_core import AgentCore
 from dsh_bash import Bash, BashRequest, BashResult, BashRun
 from dsh_bash_local import LocalBash
 from dsh_system_prompt import SystemPrompt
@@ -37,6 +40,33 @@ async def tool_runtime(**local: Any) -> AsyncIterator[Context]:
         await root.plugin(Bash)
         await root.plugin(LocalBash, local)
         yield root
+
+
+@asynccontextmanager
+async def agent_shell(
+    *replies: Reply,
+    core: dict[str, Any] | None = None,
+    plugins: tuple[tuple[Any, Any], ...] = (),
+    **local: Any,
+) -> AsyncIterator[tuple[Context, ScriptedModel]]:
+    """A root with agent-core (the agent "main" on a scripted model answering
+    ``replies``, plus ``core`` settings), the bash seam and ``bash-local`` (``local``),
+    then each ``(plugin, config)`` of ``plugins``."""
+    async with Context() as root:
+        await root.plugin(AgentCore, {"model": "scripted", **(core or {})})
+        model = ScriptedModel(*replies)
+        model.install(root)
+        await root.plugin(Bash)
+        await root.plugin(LocalBash, local)
+        for plugin, config in plugins:
+            await root.plugin(plugin, config)
+        yield root, model
+
+
+def main_agent(root: Context) -> Agent:
+    """The agent "main" of :func:`agent_shell`."""
+    agent: Agent = root.agents.get("main")
+    return agent
 
 
 def alive(pid: int) -> bool:
