@@ -60,8 +60,9 @@ TITLE_CHARS = 120
 
 
 class BashArgs(BaseModel):
-    # The arguments of ``bash`` where background jobs are not offered.
-    model_config = ConfigDict(extra="forbid")
+    # The arguments of ``bash`` where background jobs are not offered (both variants
+    # show the same title).
+    model_config = ConfigDict(extra="forbid", title="BashArgs")
 
     command: str = Field(description="The command line, run as `bash -c <command>`.")
     description: str | None = Field(
