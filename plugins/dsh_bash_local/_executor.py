@@ -101,15 +101,19 @@ class LocalExecutor:
         timeout = config.default_timeout_ms if request.timeout_ms is None else request.timeout_ms
         cwd = request.cwd
         try:
-            process = await anyio.open_process(
-                [config.shell, "-c", request.command],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=self.environment(request),
-                start_new_session=True,
-            )
+            # Shielded: a cancellation while the process is being made would leave it
+            # (and whatever it starts) running where nothing kills its group; it is
+            # delivered at the first checkpoint below instead.
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    [config.shell, "-c", request.command],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=self.environment(request),
+                    start_new_session=True,
+                )
         except OSError as exc:
             reason = exc.strerror or str(exc)
             if cwd is not None and exc.filename == cwd:

@@ -167,6 +167,19 @@ async def test_the_caller_sees_the_cancellation() -> None:
     assert seen == ["cancelled"]
 
 
+async def test_a_cancellation_that_comes_while_the_shell_starts_still_kills_it() -> None:
+    started = Started()
+    async with shell(**FAST) as root:
+        with anyio.CancelScope() as scope:
+            scope.cancel()  # before the process exists
+            await root.bash.run(BashRequest("exec sleep 100", on_start=started))
+        assert scope.cancelled_caught
+    assert started.run is not None
+    assert started.run.result is not None
+    assert started.run.result.aborted
+    await dies(started.run.pid)
+
+
 async def test_a_cancellation_during_the_timeout_grace_keeps_timed_out(tmp_path: Path) -> None:
     fifo = make_fifo(tmp_path)
     started = Started()
