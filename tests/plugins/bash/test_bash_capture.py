@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsh_bash import OutputSlice, SpillFolder, StreamCapture, StreamOutput
+from dsh_bash._capture import _incomplete
 
 
 def capture(
@@ -176,6 +177,4 @@ def test_read_since_says_what_memory_lost(tmp_path: Path) -> None:
     ],
 )
 def test_unfinished_characters_at_the_end(data: bytes, incomplete: int) -> None:
-    from dsh_bash._capture import _incomplete
-
     assert _incomplete(data) == incomplete

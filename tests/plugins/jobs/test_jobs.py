@@ -11,7 +11,15 @@ import pytest
 
 from dsh import ConfigError, Context, Disposer, Plugin
 from dsh.testing import capture_logs, run_turn, tool_call, tool_calls, until
-from dsh_bash import BashRequest, BashResult, BashRun, BashSpawnError
+from dsh_bash import (
+    Bash,
+    BashRequest,
+    BashResult,
+    BashRun,
+    BashSpawnError,
+    SpillFolder,
+    StreamCapture,
+)
 from dsh_jobs import Job, JobLimitError, JobNotFoundError, Jobs
 from dsh_tool_bash import ToolBash
 from dsh_tool_jobs import GUIDANCE, ToolJobs
@@ -280,8 +288,6 @@ class FailingExecutor:
     max_timeout_ms = 1000
 
     async def run(self, request: BashRequest) -> BashResult:
-        from dsh_bash import SpillFolder, StreamCapture
-
         def capture(name: str) -> StreamCapture:
             return StreamCapture(name, max_bytes=10, spill_max_bytes=0, folder=SpillFolder())
 
@@ -300,8 +306,6 @@ async def test_an_executor_that_fails_after_the_start_leaves_a_failed_job() -> N
             return stop
 
     async with Context() as root:
-        from dsh_bash import Bash
-
         await root.plugin(Bash)
         await root.plugin(Broken)
         await root.plugin(Jobs)

@@ -12,11 +12,11 @@ import pytest
 from dsh import ConfigError, Context
 from dsh.testing import run_turn, text, tool_call, tool_calls
 from dsh_approval import Approval, ApprovalRequest
-from dsh_bash import BashResult, StreamOutput
+from dsh_bash import Bash, BashResult, StreamOutput
 from dsh_jobs import Jobs
-from dsh_system_prompt import render_prompt
+from dsh_system_prompt import SystemPrompt, render_prompt
 from dsh_tool_bash import DESCRIPTION, GUIDANCE, ToolBash, render_result
-from dsh_tools import ToolCall, ToolResult
+from dsh_tools import ToolCall, ToolResult, Tools
 from tests.plugins.bash.bash_support import (
     agent_shell,
     dies,
@@ -157,10 +157,6 @@ async def test_a_missing_workdir_is_a_spawn_failure(tmp_path: Path) -> None:
 
 async def test_without_an_executor_the_tool_says_so() -> None:
     async with Context() as root:
-        from dsh_bash import Bash
-        from dsh_system_prompt import SystemPrompt
-        from dsh_tools import Tools
-
         await root.plugin(SystemPrompt)
         await root.plugin(Tools)
         await root.plugin(Bash)
