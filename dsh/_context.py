@@ -153,7 +153,7 @@ class Context:
             fiber.spec_key = id(plugin)
         fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")
         fiber.dispose.bounded = False
-        rt.depend(fiber, spec.inject, spec.provides)
+        rt.depend(fiber, spec.watches, spec.provides)
         if fiber._epoch() is not None:
             fiber.state = FiberState.LOADING
             fiber.refresh()

@@ -216,19 +216,21 @@ class Fiber:
     # -- transitions --------------------------------------------------------------------
 
     def _epoch(self) -> Any:
-        """The provider uids of the injected services, or None when one is missing."""
+        """The provider uids of the injected services (then of the optional ones, None
+        for an absent one), or None when an injected service is missing."""
         if self._disposed:
             return None
         assert self.spec is not None
-        inject = self.spec.inject
-        if not inject:
+        spec = self.spec
+        if not spec.watches:
             return ()
-        uids = []
-        for key in inject:
+        uids: list[int | None] = []
+        for key in spec.inject:
             uid = self.runtime.provider_uid(key)
             if uid is None:
                 return None
             uids.append(uid)
+        uids.extend(self.runtime.provider_uid(key) for key in spec.optional)
         return tuple(uids)
 
     def refresh(self) -> bool:
@@ -342,7 +344,7 @@ class Fiber:
 
     def _forget(self) -> None:
         assert self.spec is not None  # only plugin fibers are disposed this way
-        self.runtime.forget(self, self.spec.inject, self.spec.provides)
+        self.runtime.forget(self, self.spec.watches, self.spec.provides)
 
     # -- the public controls ------------------------------------------------------------
 

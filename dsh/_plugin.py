@@ -35,6 +35,9 @@ class Plugin:
     Config: ClassVar[type[BaseModel] | None] = None
     #: Service keys that must be provided before the plugin activates.
     inject: ClassVar[tuple[str, ...] | list[str]] = ()
+    #: Service keys the plugin uses when they are provided: it activates without them,
+    #: and restarts when one appears, goes away or is replaced.
+    optional: ClassVar[tuple[str, ...] | list[str]] = ()
     #: A hookspec class declaring the events this plugin owns.
     hookspecs: ClassVar[type | ModuleType | None] = None
 
@@ -106,6 +109,13 @@ class PluginSpec:
     run: Callable[[Fiber, Context, Any], EffectBody]
     #: The service key a ``dsh.Service`` subclass will provide, known before it loads.
     provides: str | None = None
+    #: Service keys used when present; a change of their providers restarts the fiber.
+    optional: tuple[str, ...] = ()
+
+    @property
+    def watches(self) -> tuple[str, ...]:
+        """Every service key whose provider matters to the fiber (injected or optional)."""
+        return self.inject + self.optional
 
 
 def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
@@ -144,20 +154,33 @@ def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
         raise InvalidPluginError(
             f"invalid plugin {default}: Config must be a pydantic BaseModel subclass"
         )
-    inject = getattr(obj, "inject", ())
-    if isinstance(inject, str) or not all(isinstance(k, str) for k in inject):
+    inject = _service_keys(obj, "inject", default)
+    optional = _service_keys(obj, "optional", default)
+    both = [key for key in optional if key in inject]
+    if both:
         raise InvalidPluginError(
-            f"invalid plugin {default}: inject must be a list of service keys (strings)"
+            f"invalid plugin {default}: {', '.join(repr(k) for k in both)} is both in "
+            "inject and in optional; a service is either required or optional"
         )
     return PluginSpec(
         obj=obj,
         name=own_name if isinstance(own_name, str) and own_name else (name or default),
         config_model=config_model,
-        inject=tuple(inject),
+        inject=inject,
         hookspecs=getattr(obj, "hookspecs", None),
         run=run,
         provides=obj.key if inspect.isclass(obj) and issubclass(obj, Service) else None,
+        optional=optional,
     )
+
+
+def _service_keys(obj: object, attr: str, plugin: str) -> tuple[str, ...]:
+    keys = getattr(obj, attr, ())
+    if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
+        raise InvalidPluginError(
+            f"invalid plugin {plugin}: {attr} must be a list of service keys (strings)"
+        )
+    return tuple(keys)
 
 
 def _class_runner(cls: type[Plugin]) -> Callable[[Fiber, Context, Any], EffectBody]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ._session import (
     COMMIT_EVENTS,
+    EVENT_TYPE,
     EVENT_TYPES,
     Session,
     SessionError,
@@ -19,6 +20,7 @@ plugin = Sessions
 
 __all__ = [
     "COMMIT_EVENTS",
+    "EVENT_TYPE",
     "EVENT_TYPES",
     "Session",
     "SessionError",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ from dsh_llm import Message, ToolResultBlock
 
 __all__ = [
     "COMMIT_EVENTS",
+    "EVENT_TYPE",
     "EVENT_TYPES",
     "Session",
     "SessionError",
@@ -35,6 +37,13 @@ EVENT_TYPES = frozenset(
         "request/header",  # {turn, step, header: {model, tools, system?, max_tokens?}}
     }
 )
+
+#: Grammar of an event type a plugin declares (``todo/write``): lower-case words joined
+#: by ``/``, at least two. Always apply it with ``fullmatch``.
+EVENT_TYPE = re.compile(r"[a-z][a-z0-9_-]*(?:/[a-z][a-z0-9_-]*)+")
+
+#: No declared types: a session outside the store records only the built-in ones.
+_NONE_DECLARED: Collection[str] = frozenset()
 
 #: The events that commit state: persistence makes each durable before going on.
 COMMIT_EVENTS = frozenset(
@@ -103,6 +112,7 @@ class Session:
 
     __slots__ = (
         "_answered",
+        "_declared",
         "_derived",
         "_last_turn",
         "_messages",
@@ -127,6 +137,8 @@ class Session:
                     f'session "{header.id}" log is not contiguous: event {seq} has seq {event.seq}'
                 )
         self._on_append = on_append
+        #: The event types plugins declared (set by the store while the session is in it).
+        self._declared = _NONE_DECLARED
         #: Work appending to this session now (the agent loop holds it for each turn):
         #: whoever persists the session waits for it before letting go of the session.
         self.writing = InFlight()
@@ -152,12 +164,13 @@ class Session:
         """Record one event and publish it; returns the event.
 
         ``data`` must be JSON-compatible and is kept as given (do not mutate it
-        afterwards). An unknown ``type`` raises :class:`SessionError` and records
-        nothing. An error of a ``session/event`` listener propagates after the event
-        is recorded.
+        afterwards). A ``type`` that is neither built in (:data:`EVENT_TYPES`) nor
+        declared by a plugin (``sessions.declare_event_types``, while the session is in
+        the store) raises :class:`SessionError` and records nothing. An error of a
+        ``session/event`` listener propagates after the event is recorded.
         """
-        if type not in EVENT_TYPES:
-            known = ", ".join(sorted(EVENT_TYPES))
+        if type not in EVENT_TYPES and type not in self._declared:
+            known = ", ".join(sorted({*EVENT_TYPES, *self._declared}))
             raise SessionError(f'unknown session event type "{type}"; known types: {known}')
         event = SessionEvent(len(self.events), type, time.time(), data)
         self.events.append(event)

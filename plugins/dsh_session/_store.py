@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from dsh import Context, Disposer, Service, hookspec
 
-from ._session import Session, SessionError, SessionEvent, SessionHeader
+from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionError, SessionEvent, SessionHeader
 
 __all__ = ["SessionSpecs", "Sessions", "StoredSession"]
 
@@ -80,6 +80,8 @@ class Sessions(Service):
     def __init__(self, ctx: Context, config: Any) -> None:
         super().__init__(ctx, config)
         self._live: dict[str, Session] = {}
+        #: Event types plugins declared, with how many declarations hold each.
+        self._declared: dict[str, int] = {}
 
     def _publish(self, session: Session, event: SessionEvent) -> None:
         self.home_ctx.emit("session/event", session, event)
@@ -106,6 +108,7 @@ class Sessions(Service):
         def body() -> Iterator[Callable[[], None]]:
             self._live[sid] = session
             session._on_append = self._publish
+            session._declared = self._declared
             yield functools.partial(self._drop, session)
             self.home_ctx.emit("session/created", session)
 
@@ -114,7 +117,55 @@ class Sessions(Service):
     def _drop(self, session: Session) -> None:
         del self._live[session.id]
         session._on_append = None
+        session._declared = frozenset()
         self.home_ctx.emit("session/disposed", session)
+
+    def declare_event_types(self, *types: str) -> Disposer:
+        """Let the sessions of this store record events of ``types`` while the calling
+        plugin lives; returns the exact disposer.
+
+        A type is lower-case words joined by ``/`` (``todo/write``). Several plugins may
+        declare the same type; it stays known until the last of them is gone. Raises
+        :class:`SessionError`, declaring nothing, for no types, a type that is not a
+        string or does not match :data:`EVENT_TYPE`, a built-in type, or a repeat.
+        """
+        if not types:
+            raise SessionError("declare_event_types() needs at least one event type")
+        for kind in types:
+            checked: object = kind
+            if not isinstance(checked, str):
+                raise SessionError(
+                    f"a session event type must be a string, got {type(checked).__name__}"
+                )
+            if not EVENT_TYPE.fullmatch(kind):
+                raise SessionError(
+                    f'invalid session event type "{kind}": it must be lower-case words '
+                    'joined by "/", such as "todo/write"'
+                )
+            if kind in EVENT_TYPES:
+                raise SessionError(f'"{kind}" is a built-in session event type')
+        if len(set(types)) != len(types):
+            raise SessionError(f"declare_event_types() repeats a type: {', '.join(types)}")
+
+        def body() -> Callable[[], None]:
+            for kind in types:
+                self._declared[kind] = self._declared.get(kind, 0) + 1
+            return functools.partial(self._undeclare, types)
+
+        return self.ctx.effect(body, label=f"session event types {', '.join(types)}")
+
+    def _undeclare(self, types: tuple[str, ...]) -> None:
+        for kind in types:
+            count = self._declared[kind] - 1
+            if count:
+                self._declared[kind] = count
+            else:
+                del self._declared[kind]
+
+    def event_types(self) -> frozenset[str]:
+        """Every event type a session of this store may record now: the built-in ones
+        and the declared ones."""
+        return EVENT_TYPES | self._declared.keys()
 
     def create(
         self,

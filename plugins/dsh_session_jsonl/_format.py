@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,8 +127,12 @@ _FIELDS: dict[str, dict[str, _Check]] = {
 }
 
 
-def parse_event(line: bytes) -> SessionEvent:
-    """The event a line holds; raises :class:`InvalidRecord` saying what is wrong."""
+def parse_event(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent:
+    """The event a line holds; raises :class:`InvalidRecord` saying what is wrong.
+
+    ``known`` is the set of event types accepted: the built-in ones, and those the
+    plugins of the running deployment declared (``sessions.event_types()``).
+    """
     try:
         record = json.loads(line)
     except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
@@ -137,8 +142,10 @@ def parse_event(line: bytes) -> SessionEvent:
     seq, kind, when, data = record["seq"], record["type"], record["time"], record["data"]
     if not _is_int(seq) or seq < 0:
         raise InvalidRecord(f"seq {seq!r} is not a non-negative integer")
-    if kind not in EVENT_TYPES:
-        raise InvalidRecord(f"unknown event type {kind!r}")
+    if kind not in known:
+        raise InvalidRecord(
+            f"unknown event type {kind!r} (not built in, and no loaded plugin declares it)"
+        )
     if type(when) not in (int, float):
         raise InvalidRecord(f"time {when!r} is not a number")
     if not isinstance(data, dict):
@@ -194,7 +201,9 @@ class Parsed:
     notes: list[str] = field(default_factory=list)
 
 
-def parse_log(raw: bytes, path: str, session_id: str) -> Parsed:
+def parse_log(
+    raw: bytes, path: str, session_id: str, known: AbstractSet[str] = EVENT_TYPES
+) -> Parsed:
     """Parse a whole session file.
 
     A torn last line (no newline) is dropped. The first unparsable or invalid record
@@ -215,7 +224,7 @@ def parse_log(raw: bytes, path: str, session_id: str) -> Parsed:
     bad: tuple[int, int, str] | None = None  # (line number, byte offset, problem)
     for number, line in enumerate(lines[1:], start=2):
         try:
-            event = parse_event(line)
+            event = parse_event(line, known)
         except InvalidRecord as exc:
             if bad is None:
                 bad = (number, offset, str(exc))

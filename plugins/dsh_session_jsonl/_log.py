@@ -12,10 +12,11 @@ import logging
 import os
 import secrets
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh_session import SessionEvent, SessionHeader
+from dsh_session import EVENT_TYPES, SessionEvent, SessionHeader
 
 from ._errors import (
     SessionDataError,
@@ -121,7 +122,9 @@ class Loaded:
     notes: list[str]
 
 
-def load_session(directory: Path, session_id: str, *, fsync: bool) -> Loaded | None:
+def load_session(
+    directory: Path, session_id: str, *, fsync: bool, known: AbstractSet[str] = EVENT_TYPES
+) -> Loaded | None:
     """Load ``<directory>/session.jsonl``: parse it and cut a damaged tail (durably,
     with ``fsync``). None when absent.
 
@@ -134,7 +137,7 @@ def load_session(directory: Path, session_id: str, *, fsync: bool) -> Loaded | N
         return None
     fd, raw = opened
     try:
-        parsed = parse_log(raw, str(path), session_id)
+        parsed = parse_log(raw, str(path), session_id, known)
         if parsed.length < len(raw):
             _cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
     finally:
@@ -330,7 +333,12 @@ def reopen(directory: Path, header: SessionHeader, length: int, *, fsync: bool) 
 
 
 def attach(
-    directory: Path, header: SessionHeader, events: Sequence[SessionEvent], *, fsync: bool
+    directory: Path,
+    header: SessionHeader,
+    events: Sequence[SessionEvent],
+    *,
+    fsync: bool,
+    known: AbstractSet[str] = EVENT_TYPES,
 ) -> tuple[SessionLog, Sequence[SessionEvent]]:
     """The log of a live session the backend has not seen from its start, and the
     records of ``events`` its file still lacks (all of them when there is no file).
@@ -344,7 +352,7 @@ def attach(
         return SessionLog(directory, header, fsync=fsync), events
     fd, raw = opened
     try:
-        parsed = parse_log(raw, str(path), header.id)
+        parsed = parse_log(raw, str(path), header.id, known)
         count = len(parsed.events)
         if parsed.header.created_at != header.created_at or count > len(events):
             raise SessionExistsError(

@@ -106,7 +106,11 @@ class JsonlSessions(Plugin):
 
     def _attach(self, session: Session, events: list[SessionEvent]) -> None:
         log, missing = attach(
-            self._directory(session.id), session.header, events, fsync=self._fsync
+            self._directory(session.id),
+            session.header,
+            events,
+            fsync=self._fsync,
+            known=self.ctx.sessions.event_types(),
         )
         self._logs[session.id] = log
         log.add(missing)
@@ -120,7 +124,13 @@ class JsonlSessions(Plugin):
         directory = self._directory(session_id)
         if session_id in self._logs:
             raise SessionInUseError(f'session "{session_id}" is live in this process')
-        load = functools.partial(load_session, directory, session_id, fsync=self._fsync)
+        load = functools.partial(
+            load_session,
+            directory,
+            session_id,
+            fsync=self._fsync,
+            known=self.ctx.sessions.event_types(),
+        )
         loaded = await anyio.to_thread.run_sync(load)
         if loaded is None:
             return None

@@ -8,26 +8,31 @@ See this package's README for the contract.
 from __future__ import annotations
 
 from ._service import (
+    CHECKS,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     StdioAgent,
     StdioAgentConfig,
     StdioAgentError,
+    checklist,
     exit_status,
 )
-from ._stdin import read_stdin_line
+from ._stdin import read_stdin_key, read_stdin_line
 
 plugin = StdioAgent
 
 __all__ = [
+    "CHECKS",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "StdioAgent",
     "StdioAgentConfig",
     "StdioAgentError",
+    "checklist",
     "exit_status",
     "plugin",
+    "read_stdin_key",
     "read_stdin_line",
 ]

@@ -1,4 +1,4 @@
-"""``dsh run FILE [-p PROMPT] [--agent ID] [--resume SESSION_ID]``: talk to the agent."""
+"""``dsh run FILE [-p PROMPT] [--agent ID] [--resume SESSION_ID] [--yes]``: talk to the agent."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", metavar="ID", help="the agent to talk to")
     parser.add_argument(
         "--resume", metavar="SESSION_ID", help="continue a stored session (see dsh sessions)"
+    )
+    parser.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="allow every action the approval service would ask about (also with -p)",
     )
 
 
@@ -62,7 +68,9 @@ def _run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 1
-        status: int = await frontend.run(agent_id=agent_id, prompt=args.prompt)
+        # Only when given: a front-end without approvals keeps the plain signature.
+        extra = {"assume_yes": True} if args.yes else {}
+        status: int = await frontend.run(agent_id=agent_id, prompt=args.prompt, **extra)
         return status
 
     return run_deployment_command(path, talk)

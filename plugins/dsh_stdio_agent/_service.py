@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -16,15 +17,17 @@ from dsh_agent import Agent, assemble_context_for
 from dsh_session import Session, SessionEvent
 from dsh_system_prompt import render_prompt
 
-from ._stdin import read_stdin_line
+from ._stdin import read_stdin_key, read_stdin_line
 
 __all__ = [
+    "CHECKS",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "StdioAgent",
     "StdioAgentConfig",
     "StdioAgentError",
+    "checklist",
     "exit_status",
 ]
 
@@ -99,6 +102,21 @@ def describe_end(reason: Mapping[str, Any]) -> str | None:
     return f"[{kind}] {message or 'the turn ended'}"
 
 
+#: How a checklist line marks a task's status.
+CHECKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+
+def checklist(todos: list[Mapping[str, Any]]) -> str:
+    """The lines a ``todo/write`` list is shown as: a ``[todo]`` header, then one
+    ``[x]``/``[>]``/``[ ]`` line per task."""
+    if not todos:
+        return "[todo] (empty list)"
+    done = sum(todo["status"] == "completed" for todo in todos)
+    lines = [f"[todo] {done}/{len(todos)} completed"]
+    lines.extend(f"  {CHECKS.get(todo['status'], '[?]')} {todo['content']}" for todo in todos)
+    return "\n".join(lines)
+
+
 def _compact(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -110,8 +128,10 @@ class StdioAgent(Service):
     The streams are attributes so that a host (or a test) can replace them before
     ``run``: ``stdout`` and ``stderr`` (``None``: ``sys.stdout``/``sys.stderr`` at run
     time), ``read_line`` (an async callable returning the next line, ``""`` at end of
-    input; default: :func:`read_stdin_line`) and ``interactive`` (show the prompt and
-    the banner; ``None``: when ``read_line`` is the default and stdin is a terminal).
+    input; default: :func:`read_stdin_line`), ``read_key`` (how an approval question
+    is answered; ``None``: one keypress from the terminal when interactive, else the
+    next line of ``read_line``) and ``interactive`` (show the prompt and the banner;
+    ``None``: when ``read_line`` is the default and stdin is a terminal).
     """
 
     key = "frontend"
@@ -124,6 +144,7 @@ class StdioAgent(Service):
         self.stdout: TextIO | None = None
         self.stderr: TextIO | None = None
         self.read_line: Callable[[], Awaitable[str]] = read_stdin_line
+        self.read_key: Callable[[], Awaitable[str]] | None = None
         self.interactive: bool | None = None
         self._chat: _Chat | None = None
 
@@ -163,7 +184,13 @@ class StdioAgent(Service):
         if self._chat is not None:
             self._chat.interrupt()
 
-    async def run(self, *, agent_id: str | None = None, prompt: str | None = None) -> int:
+    async def run(
+        self,
+        *,
+        agent_id: str | None = None,
+        prompt: str | None = None,
+        assume_yes: bool = False,
+    ) -> int:
         """Talk to the agent until done; returns the exit status.
 
         With ``prompt``: send it, stream the answer to stdout (tool calls and the
@@ -171,6 +198,10 @@ class StdioAgent(Service):
         :func:`exit_status` of the turn. Without: a REPL reading lines until ``/exit``
         or the end of input (:data:`EXIT_OK`). :data:`EXIT_FAILED` when no agent can be
         chosen (see :meth:`select_agent`); the message goes to stderr.
+
+        While it runs it answers the ``approval`` service's questions (when that
+        service is loaded): the REPL asks ``Allow <title>? [y/N]``; a one-shot run
+        declines; ``assume_yes`` allows everything without asking.
         """
         if self._chat is not None:
             raise StdioAgentError("this stdio-agent is already running")
@@ -186,7 +217,15 @@ class StdioAgent(Service):
         if interactive is None:
             stdin = sys.stdin
             interactive = self.read_line is read_stdin_line and stdin is not None and stdin.isatty()
-        chat = _Chat(self, agent, out, err, interactive=interactive, one_shot=prompt is not None)
+        chat = _Chat(
+            self,
+            agent,
+            out,
+            err,
+            interactive=interactive,
+            one_shot=prompt is not None,
+            assume_yes=assume_yes,
+        )
         self._chat = chat
         try:
             return await chat.run(prompt)
@@ -206,6 +245,7 @@ class _Chat:
         *,
         interactive: bool,
         one_shot: bool,
+        assume_yes: bool = False,
     ) -> None:
         self.owner = owner
         self.config: StdioAgentConfig = owner.config
@@ -214,6 +254,9 @@ class _Chat:
         self.err = err
         self.interactive = interactive
         self.one_shot = one_shot
+        self.assume_yes = assume_yes
+        self.asking = anyio.Lock()
+        self.todos: list[Any] | None = None  # the checklist shown last
         self.busy = False
         self.interrupts = 0
         self.scope = anyio.CancelScope()
@@ -274,6 +317,42 @@ class _Chat:
             line = describe_end(data["reason"])
             if line is not None:
                 self.note(line)
+        elif kind == "todo/write" and data["todos"] != self.todos:
+            self.todos = data["todos"]
+            self.note(checklist(data["todos"]))
+
+    # -- approvals ------------------------------------------------------------------------
+
+    async def answer(self, request: Any) -> bool:
+        """The approval responder: one question at a time. A one-shot run declines
+        (``assume_yes`` allows); the REPL asks ``Allow <title>? [y/N]`` and takes
+        ``y`` as yes, anything else (Ctrl-C, Enter, the end of input) as no."""
+        async with self.asking:
+            title = request.title
+            if self.assume_yes:
+                self.note(f"[approval] allowed (--yes): {title}")
+                return True
+            if self.one_shot:
+                self.note(
+                    f"[approval] declined: {title} (a one-shot run asks nobody; "
+                    "dsh run --yes allows every action)"
+                )
+                return False
+            key = await self.ask(f"Allow {title}? [y/N] ")
+            yes = key.strip()[:1] in ("y", "Y")
+            self.stream(self.err, "y\n" if yes else "n\n")
+            return yes
+
+    async def ask(self, question: str) -> str:
+        """Show ``question`` on stderr and return the answer: the injected
+        ``read_key``'s, one key from the terminal, or the next line of input."""
+        owner = self.owner
+        show = functools.partial(self.stream, self.err, question)
+        if owner.read_key is None and self.interactive and owner.read_line is read_stdin_line:
+            return await read_stdin_key(ready=show)
+        show()
+        read = owner.read_line if owner.read_key is None else owner.read_key
+        return await read()
 
     # -- control --------------------------------------------------------------------------
 
@@ -300,7 +379,10 @@ class _Chat:
         status = EXIT_INTERRUPTED
         async with anyio.create_task_group() as tg:
             await tg.start(self._watch_signals)
-            stop = self.owner.home_ctx.on("session/event", self.on_event)
+            home = self.owner.home_ctx
+            stop = home.on("session/event", self.on_event)
+            approval = home.get("approval")
+            unanswer = None if approval is None else approval.set_responder(self.answer)
             try:
                 with self.scope:
                     if prompt is not None:
@@ -309,6 +391,8 @@ class _Chat:
                         status = await self.repl()
             finally:
                 stop()
+                if unanswer is not None:
+                    unanswer()
                 self.end_line()
                 tg.cancel_scope.cancel()
         return status

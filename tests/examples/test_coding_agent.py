@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from dsh_tool_bash import GUIDANCE as BASH_GUIDANCE
+from dsh_tool_jobs import GUIDANCE as JOBS_GUIDANCE
 from tests.support import EXAMPLES, run_dsh
 
 EXAMPLE = EXAMPLES / "coding-agent" / "dsh.yml"
@@ -25,6 +27,7 @@ PERSONA = (
     "change their code: read carefully, explain briefly, and propose small, tested changes."
 )
 STALL = "stall"
+TOOLS = ["bash", "job_kill", "job_list", "job_output", "todo_write"]
 
 
 def text_frames(text: str) -> list[dict[str, Any]]:
@@ -119,10 +122,14 @@ def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
     body = request["body"]
     assert body["model"] == "deepseek-chat"
     assert body["stream"] is True
+    system = "\n\n".join(
+        ["You are an AI agent powered by dsh.", PERSONA, BASH_GUIDANCE, JOBS_GUIDANCE]
+    )
     assert body["messages"] == [
-        {"role": "system", "content": f"You are an AI agent powered by dsh.\n\n{PERSONA}"},
+        {"role": "system", "content": system},
         {"role": "user", "content": "Explain main.py"},
     ]
+    assert [tool["function"]["name"] for tool in body["tools"]] == TOOLS
     (session,) = session_ids(tmp_path)
     listed = run_dsh("sessions", str(EXAMPLE), cwd=tmp_path, env=environ(wire))
     assert listed.returncode == 0, listed.stderr
@@ -186,3 +193,22 @@ def test_killed_mid_turn_then_resumed_loses_nothing_committed(wire: Wire, tmp_pa
         {"turn": 2, "reason": {"kind": "completed"}},
     ]
     assert [r["seq"] for r in after] == list(range(len(after)))
+
+
+def test_prompt_shows_the_sections_in_order_and_the_tools(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
+    env["DEEPSEEK_API_KEY"] = "unused"
+    done = run_dsh("prompt", str(EXAMPLE), cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    prompt, tools = done.stdout.split("\n\n--- tools (5) ---\n")
+    assert prompt.split("\n\n") == [
+        "You are an AI agent powered by dsh.",
+        PERSONA,
+        BASH_GUIDANCE,
+        JOBS_GUIDANCE,
+    ]
+    assert "bash" not in PERSONA  # the persona names no tool
+    assert "tool" not in PERSONA
+    names = [line.split('"')[3] for line in tools.splitlines() if line.startswith('  "name"')]
+    assert names == TOOLS
+    assert '"run_in_background"' in tools

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dsh import Context, Disposer
+from dsh import Context, Disposer, Plugin
 from dsh_llm import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from dsh_session import (
     COMMIT_EVENTS,
@@ -478,3 +478,82 @@ async def test_the_store_is_named_sessions_in_logs_and_errors() -> None:
     # Mutant: `name = "sessions"` dropped from the Sessions service.
     async with store() as (root, _, _):
         assert root.sessions.home_ctx.fiber.name == "sessions"
+
+
+# -- event types declared by plugins ------------------------------------------------------
+
+
+async def test_a_declared_event_type_is_recorded_while_its_declaration_lives() -> None:
+    async with store() as (_, sessions, heard):
+        session = sessions.create("s1")
+        with pytest.raises(SessionError, match='unknown session event type "todo/write"'):
+            session.append("todo/write", {"todos": []})
+        declared = sessions.declare_event_types("todo/write", "usage/step")
+        assert sessions.event_types() == EVENT_TYPES | {"todo/write", "usage/step"}
+        event = session.append("todo/write", {"todos": []})
+        assert heard.events[-1] == (session, event)
+        with pytest.raises(SessionError, match=r"known types: .*step/start, todo/write, tool/call"):
+            session.append("todo/read", {})
+        await declared()
+        assert sessions.event_types() == EVENT_TYPES
+        with pytest.raises(SessionError, match="unknown session event type"):
+            session.append("todo/write", {"todos": []})
+        assert [e.type for e in session.events] == ["todo/write"]
+
+
+async def test_a_type_stays_declared_until_its_last_declaration_goes() -> None:
+    async with store() as (_, sessions, _):
+        first = sessions.declare_event_types("todo/write")
+        second = sessions.declare_event_types("todo/write")
+        session = sessions.create()
+        await first()
+        session.append("todo/write", {"todos": []})
+        await second()
+        assert sessions._declared == {}
+
+
+async def test_declarations_go_with_the_plugin_that_made_them() -> None:
+    class Todo(Plugin):
+        inject = ("sessions",)
+
+        def setup(self) -> Disposer:
+            declared: Disposer = self.ctx.sessions.declare_event_types("todo/write")
+            return declared
+
+    async with store() as (root, sessions, _):
+        fiber = await root.plugin(Todo)
+        assert "todo/write" in sessions.event_types()
+        await fiber.dispose()
+        assert sessions._declared == {}
+
+
+async def test_a_session_outside_the_store_knows_only_the_built_in_types() -> None:
+    async with store() as (_, sessions, _):
+        sessions.declare_event_types("todo/write")
+        prepared = sessions.prepare("p")
+        with pytest.raises(SessionError, match="unknown session event type"):
+            prepared.append("todo/write", {})
+        leave = sessions.enter(prepared)
+        prepared.append("todo/write", {})
+        await leave()
+        with pytest.raises(SessionError, match="unknown session event type"):
+            prepared.append("todo/write", {})
+
+
+@pytest.mark.parametrize(
+    ("types", "message"),
+    [
+        ((), "needs at least one event type"),
+        (("ok/first", 7), "must be a string, got int"),
+        (("todo",), 'invalid session event type "todo": it must be lower-case words'),
+        (("Todo/Write",), 'invalid session event type "Todo/Write"'),
+        (("todo/",), 'invalid session event type "todo/"'),
+        (("turn/start",), '"turn/start" is a built-in session event type'),
+        (("a/b", "a/b"), "repeats a type: a/b, a/b"),
+    ],
+)
+async def test_bad_declarations_declare_nothing(types: tuple[Any, ...], message: str) -> None:
+    async with store() as (_, sessions, _):
+        with pytest.raises(SessionError, match=message):
+            sessions.declare_event_types(*types)
+        assert sessions._declared == {}

@@ -619,3 +619,50 @@ async def test_a_relative_root_is_taken_from_the_current_directory(
             await ctx.plugin(JsonlSessions, {"root": ""})
         with pytest.raises(ConfigError, match="nope"):
             await ctx.plugin(JsonlSessions, {"nope": 1})
+
+
+# -- event types declared by plugins ------------------------------------------------------
+
+
+async def test_a_declared_event_type_is_stored_and_resumed(tmp_path: Path) -> None:
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
+        sessions.declare_event_types("todo/write")
+        session = sessions.create("todo")
+        turn(session, 1, close=False)
+        session.append("todo/write", {"todos": [{"content": "a", "status": "pending"}]})
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        written = list(session.events)
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
+        sessions.declare_event_types("todo/write")
+        resumed = await sessions.resume("todo")
+        assert same(resumed.events, written)
+
+
+async def test_a_stored_type_nobody_declares_refuses_the_load(tmp_path: Path) -> None:
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
+        sessions.declare_event_types("todo/write")
+        session = sessions.create("todo")
+        session.append("turn/start", {"turn": 1})
+        session.append("todo/write", {"todos": []})
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
+        with pytest.raises(SessionCorruptError) as info:
+            await sessions.resume("todo")
+    assert "unknown event type 'todo/write' (not built in, and no loaded plugin declares it)" in (
+        str(info.value)
+    )
+    assert info.value.line == 3
+
+
+async def test_a_live_session_with_a_declared_type_attaches_to_its_file(tmp_path: Path) -> None:
+    async with Context() as root:
+        await root.plugin(Sessions)
+        root.sessions.declare_event_types("todo/write")
+        session = root.sessions.create("late")
+        session.append("turn/start", {"turn": 1})
+        session.append("todo/write", {"todos": []})
+        backend = await root.plugin(JsonlSessions, {"root": str(tmp_path)})
+        await backend.restart()  # attaches again to the file it wrote
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    kinds = [r.get("type") for r in file_records(tmp_path / "late" / FILE_NAME)[1:]]
+    assert kinds == ["turn/start", "todo/write", "turn/end"]

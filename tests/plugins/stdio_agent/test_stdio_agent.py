@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import io
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import pytest
-from pydantic import BaseModel
 
 from dsh import Context, FiberState, ServiceNotFoundError
-from dsh.testing import Mark, Reply, ScriptedModel, Wait, text, tool_call, tool_calls
-from dsh_agent import Agent, StepBlocked
-from dsh_agent_core import AgentCore
+from dsh.testing import Mark, Reply, Wait, text, tool_call, tool_calls
+from dsh_agent import StepBlocked
 from dsh_llm import (
     BlockEnd,
     BlockStart,
@@ -41,6 +38,7 @@ from dsh_stdio_agent import (
 )
 from dsh_stdio_agent._service import HELP, describe_end
 from dsh_tools import Tool, ToolCall
+from tests.plugins.stdio_agent.stdio_support import EchoArgs, front_rig
 
 pytestmark = pytest.mark.anyio
 
@@ -49,109 +47,6 @@ def hanging(streamed: anyio.Event) -> list[Any]:
     """A reply that streams "thinking", sets ``streamed`` and then holds the stream
     until the turn is cancelled."""
     return [BlockStart(0, "text"), TextDelta(0, "thinking"), Mark(streamed), Wait(anyio.Event())]
-
-
-class EchoArgs(BaseModel):
-    text: str
-
-
-async def echo(args: EchoArgs, call: ToolCall) -> str:
-    return args.text
-
-
-class Lines:
-    """The injected input source: lines fed by the test, ``""`` once closed."""
-
-    def __init__(self, *lines: str) -> None:
-        self.send, self.receive = anyio.create_memory_object_stream[str](100)
-        self.reads = 0
-        self._read = anyio.Event()
-        self.feed(*lines)
-
-    def feed(self, *lines: str) -> None:
-        for line in lines:
-            self.send.send_nowait(line + "\n")
-
-    def close(self) -> None:
-        """End of input."""
-        self.send.close()
-
-    def dispose(self) -> None:
-        self.send.close()
-        self.receive.close()
-
-    async def read_line(self) -> str:
-        self.reads += 1
-        self._read.set()
-        self._read = anyio.Event()
-        try:
-            return await self.receive.receive()
-        except anyio.EndOfStream:
-            return ""
-
-    async def until_reading(self, count: int) -> None:
-        """Wait until the front-end has asked for its ``count``-th line."""
-        while self.reads < count:
-            await self._read.wait()
-
-
-class Mirror(io.StringIO):
-    """One stream's capture that also copies into a buffer shared with another."""
-
-    def __init__(self, both: io.StringIO) -> None:
-        super().__init__()
-        self.both = both
-
-    def write(self, text: str) -> int:
-        self.both.write(text)
-        return super().write(text)
-
-
-@dataclass
-class FrontRig:
-    root: Context
-    front: Any
-    model: ScriptedModel
-    lines: Lines
-    out: io.StringIO
-    err: io.StringIO
-    both: io.StringIO
-
-    @property
-    def agent(self) -> Agent:
-        agent: Agent = self.root.agents.list()[0]
-        return agent
-
-
-@asynccontextmanager
-async def front_rig(
-    *replies: Reply,
-    config: dict[str, Any] | None = None,
-    core: dict[str, Any] | None = None,
-    interactive: bool = False,
-) -> AsyncIterator[FrontRig]:
-    """A root with agent-core on a scripted model, an echo tool and the front-end,
-    its streams captured (``both`` holds stdout and stderr interleaved)."""
-    async with Context() as root:
-        model = ScriptedModel(*replies)
-        settings = {"model": "scripted", "persona": "You are {{model}}-bot."} | (core or {})
-        await root.plugin(AgentCore, settings)
-        model.install(root)
-        root.tools.register(
-            Tool(name="echo", description="Echo.", parameters=EchoArgs, execute=echo)
-        )
-        await root.plugin(StdioAgent, config)
-        front = root.frontend
-        both = io.StringIO()
-        out, err = Mirror(both), Mirror(both)
-        lines = Lines()
-        front.stdout, front.stderr = out, err
-        front.read_line = lines.read_line
-        front.interactive = interactive
-        try:
-            yield FrontRig(root, front, model, lines, out, err, both)
-        finally:
-            lines.dispose()
 
 
 async def run_in_background(tg: anyio.abc.TaskGroup, fn: Callable[[], Awaitable[int]]) -> list[int]:

@@ -1,0 +1,15 @@
+"""The local bash executor: ``bash -c`` in a process group of its own, on this machine.
+
+YAML name ``bash-local``; it injects the ``bash`` seam and sets itself as its executor.
+It confines nothing: see this package's README and tool-bash's "Security".
+"""
+
+from __future__ import annotations
+
+from ._config import DEFAULT_SCRUB, LocalBashConfig
+from ._executor import FIXED_ENV, LocalExecutor
+from ._plugin import LocalBash
+
+plugin = LocalBash
+
+__all__ = ["DEFAULT_SCRUB", "FIXED_ENV", "LocalBash", "LocalBashConfig", "LocalExecutor", "plugin"]

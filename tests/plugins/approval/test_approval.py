@@ -1,0 +1,240 @@
+"""The approval service: policies, the one responder, require, events, a declined tool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from dsh import ConfigError, Context, DeploymentError, Disposer, Plugin, load_deployment
+from dsh.testing import write_deployment
+from dsh_approval import (
+    Approval,
+    ApprovalDeniedError,
+    ApprovalError,
+    ApprovalRequest,
+)
+from dsh_system_prompt import SystemPrompt
+from dsh_tools import Tool, ToolCall, Tools
+
+pytestmark = pytest.mark.anyio
+
+ASK = ApprovalRequest(kind="bash", title="bash: rm -rf build", detail="rm -rf build")
+
+
+def heard(root: Context) -> list[tuple[str, bool, str]]:
+    """Every ``approval/decided`` as (title, approved, by)."""
+    seen: list[tuple[str, bool, str]] = []
+
+    def decided(request: ApprovalRequest, approved: bool, by: str) -> None:
+        seen.append((request.title, approved, by))
+
+    root.on("approval/decided", decided)
+    return seen
+
+
+@pytest.mark.parametrize(("policy", "answer"), [("allow", True), ("deny", False)])
+async def test_allow_and_deny_answer_without_asking(policy: str, answer: bool) -> None:
+    asked: list[ApprovalRequest] = []
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": policy})
+        seen = heard(root)
+        root.approval.set_responder(asked.append)
+        assert root.approval.policy == policy
+        assert await root.approval.request(ASK) is answer
+        assert asked == []
+        assert seen == [(ASK.title, answer, "policy")]
+
+
+async def test_the_default_policy_is_allow() -> None:
+    async with Context() as root:
+        await root.plugin(Approval)
+        assert root.approval.policy == "allow"
+        await root.approval.require(ASK)
+
+
+async def test_ask_without_a_responder_is_no() -> None:
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        seen = heard(root)
+        assert await root.approval.request(ASK) is False
+        assert seen == [(ASK.title, False, "policy")]
+
+
+@pytest.mark.parametrize("answer", [True, False])
+async def test_ask_calls_a_sync_responder(answer: bool) -> None:
+    asked: list[ApprovalRequest] = []
+
+    def responder(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return answer
+
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        seen = heard(root)
+        root.approval.set_responder(responder)
+        assert await root.approval.request(ASK) is answer
+        assert asked == [ASK]
+        assert seen == [(ASK.title, answer, "responder")]
+
+
+async def test_ask_awaits_an_async_responder() -> None:
+    async def responder(request: ApprovalRequest) -> bool:
+        await anyio.lowlevel.checkpoint()
+        return request.kind == "bash"
+
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        root.approval.set_responder(responder)
+        assert await root.approval.request(ASK) is True
+        assert await root.approval.request(ApprovalRequest("write", "write a.txt")) is False
+
+
+async def test_a_responder_answer_that_is_not_a_bool_is_an_error() -> None:
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        root.approval.set_responder(lambda request: "yes")
+        with pytest.raises(ApprovalError, match=r"answered 'yes' for 'bash: rm -rf build'"):
+            await root.approval.request(ASK)
+
+
+async def test_a_responder_error_propagates() -> None:
+    def responder(request: ApprovalRequest) -> bool:
+        raise OSError("the terminal went away")
+
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        root.approval.set_responder(responder)
+        with pytest.raises(OSError, match="the terminal went away"):
+            await root.approval.request(ASK)
+
+
+async def test_cancelling_the_caller_cancels_the_question() -> None:
+    asked = anyio.Event()
+
+    async def responder(request: ApprovalRequest) -> bool:
+        asked.set()
+        await anyio.sleep_forever()
+        return True
+
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        root.approval.set_responder(responder)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(root.approval.request, ASK)
+            await asked.wait()
+            tg.cancel_scope.cancel()
+
+
+async def test_one_responder_at_a_time_and_its_exact_disposer() -> None:
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        stop = root.approval.set_responder(lambda request: True)
+        with pytest.raises(ApprovalError, match="already set"):
+            root.approval.set_responder(lambda request: True)
+        assert await root.approval.request(ASK) is True
+        await stop()
+        assert await root.approval.request(ASK) is False
+        root.approval.set_responder(lambda request: True)
+        assert await root.approval.request(ASK) is True
+
+
+async def test_a_responder_must_be_callable() -> None:
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        with pytest.raises(ApprovalError, match="must be callable, got 42"):
+            root.approval.set_responder(42)
+
+
+async def test_the_responder_goes_with_the_plugin_that_set_it() -> None:
+    class Front(Plugin):
+        inject = ("approval",)
+
+        def setup(self) -> Disposer:
+            stop: Disposer = self.ctx.approval.set_responder(lambda request: True)
+            return stop
+
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        approval = root.approval
+        fiber = await root.plugin(Front)
+        assert await approval.request(ASK) is True
+        await fiber.dispose()
+        assert approval._responders == []
+        assert await approval.request(ASK) is False
+
+
+async def test_require_raises_the_denial() -> None:
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "deny"})
+        with pytest.raises(ApprovalDeniedError) as info:
+            await root.approval.require(ASK)
+    error = info.value
+    assert str(error) == "the user declined: bash: rm -rf build"
+    assert error.code == "APPROVAL_DENIED"
+    assert error.request is ASK
+    assert isinstance(error, PermissionError)
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+async def test_a_tool_that_is_declined_gets_an_error_result() -> None:
+    async def guarded(args: NoArgs, call: ToolCall) -> str:
+        await approval.require(ApprovalRequest("edit", "edit notes.txt", call=call))
+        return "edited"
+
+    async with Context() as root:
+        await root.plugin(SystemPrompt)
+        await root.plugin(Tools)
+        await root.plugin(Approval, {"policy": "deny"})
+        approval = root.approval
+        root.tools.register(
+            Tool(name="edit", description="Edit.", parameters=NoArgs, execute=guarded)
+        )
+        result = await root.tools.execute("edit", "{}", ToolCall("c1"))
+    assert (result.content, result.is_error, result.code) == (
+        "Error: the user declined: edit notes.txt",
+        True,
+        "APPROVAL_DENIED",
+    )
+
+
+async def test_an_unknown_policy_is_a_config_error() -> None:
+    async with Context() as root:
+        with pytest.raises(ConfigError, match=r"plugin \"approval\"(.|\n)*\(at policy\)"):
+            await root.plugin(Approval, {"policy": "sometimes"})
+        with pytest.raises(ConfigError, match=r"Extra inputs are not permitted \(at polcy\)"):
+            await root.plugin(Approval, {"polcy": "ask"})
+        assert root.get("approval") is None
+
+
+async def test_a_bad_config_in_yaml_names_the_file_line_and_entry(tmp_path: Path) -> None:
+    path = write_deployment(
+        tmp_path,
+        """\
+        - id: ok
+          name: tools
+        - id: gate
+          name: approval
+          config: {policy: maybe}
+        """,
+    )
+    async with Context() as root:
+        with pytest.raises(DeploymentError) as info:
+            await load_deployment(path, root)
+    message = str(info.value)
+    assert f"{path}:3" in message
+    assert '"gate"' in message or "gate" in message
+    assert "policy" in message
+
+
+async def test_mounting_and_disposing_restores_the_services() -> None:
+    async with Context() as root:
+        fiber = await root.plugin(Approval, {"policy": "ask"})
+        assert root.get("approval") is not None
+        await fiber.dispose()
+        assert root.get("approval") is None
