@@ -119,10 +119,11 @@ def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
     body = request["body"]
     assert body["model"] == "deepseek-chat"
     assert body["stream"] is True
-    assert body["messages"] == [
-        {"role": "system", "content": f"You are an AI agent powered by dsh.\n\n{PERSONA}"},
-        {"role": "user", "content": "Explain main.py"},
-    ]
+    system, user = body["messages"]
+    assert system["role"] == "system"
+    # The identity, then the persona; the tools' own guidance sections follow.
+    assert system["content"].startswith(f"You are an AI agent powered by dsh.\n\n{PERSONA}\n\n")
+    assert user == {"role": "user", "content": "Explain main.py"}
     (session,) = session_ids(tmp_path)
     listed = run_dsh("sessions", str(EXAMPLE), cwd=tmp_path, env=environ(wire))
     assert listed.returncode == 0, listed.stderr
