@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from dsh import Disposer, Service
+from dsh import Context, Disposer, Service
 
 from ._errors import WebProviderAmbiguousError, WebProviderError, WebProviderUnavailableError
 from ._types import FetchProvider, FetchResult, SearchProvider, SearchResult
@@ -45,7 +45,7 @@ class Web(Service):
 
     config: WebConfig
 
-    def __init__(self, ctx: Any, config: WebConfig) -> None:
+    def __init__(self, ctx: Context, config: WebConfig) -> None:
         super().__init__(ctx, config)
         self._fetchers: dict[str, FetchProvider] = {}
         self._searchers: dict[str, SearchProvider] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 __all__ = ["FetchProvider", "FetchResult", "SearchHit", "SearchProvider", "SearchResult"]
 
@@ -44,7 +44,6 @@ class SearchResult:
     answer: str = ""
 
 
-@runtime_checkable
 class FetchProvider(Protocol):
     """Fetches one URL. ``id`` names it in the ``web`` config (``fetch_provider``)."""
 
@@ -57,7 +56,6 @@ class FetchProvider(Protocol):
         ...
 
 
-@runtime_checkable
 class SearchProvider(Protocol):
     """Answers one query. ``id`` names it in the ``web`` config (``search_provider``)."""
 

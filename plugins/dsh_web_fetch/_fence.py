@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 
@@ -136,15 +137,15 @@ class FencedBackend(httpcore.AsyncNetworkBackend):
 
 class FencedTransport(httpx.AsyncHTTPTransport):
     """httpx's own transport (its request mapping, error types and streams) over a
-    connection pool that connects through ``backend``; proxies and environment
-    settings are not used."""
+    connection pool that connects through ``backend`` and verifies TLS with
+    ``ssl_context``; proxies and environment settings are not used."""
 
-    def __init__(self, backend: httpcore.AsyncNetworkBackend) -> None:
-        super().__init__(trust_env=False)
+    def __init__(self, backend: httpcore.AsyncNetworkBackend, ssl_context: ssl.SSLContext) -> None:
+        super().__init__(verify=ssl_context, trust_env=False)
         # httpx takes no network backend, so the pool it built (unused, no connection
         # made) is replaced by the same kind of pool connecting through ours.
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False),
+            ssl_context=ssl_context,
             network_backend=backend,
             max_connections=100,
             max_keepalive_connections=20,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator, Sequence
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
@@ -40,6 +41,11 @@ class WebFetch(Plugin):
         replace it (the tests refuse every connection, or route one to loopback)."""
         return httpcore.AnyIOBackend()
 
+    def ssl_context(self) -> ssl.SSLContext:
+        """How HTTPS servers are verified: certifi's CAs, against the URL's host name; a
+        subclass may trust other CAs (the tests trust their own)."""
+        return httpx.create_ssl_context(trust_env=False)
+
     def setup(self) -> Iterator[Any]:
         config = self.config
         convert = load_converter()
@@ -49,7 +55,7 @@ class WebFetch(Plugin):
             inner=self.network_backend(),
         )
         client = httpx.AsyncClient(
-            transport=FencedTransport(backend),
+            transport=FencedTransport(backend, self.ssl_context()),
             follow_redirects=False,
             timeout=None,  # the fetcher bounds the whole fetch instead
             trust_env=False,

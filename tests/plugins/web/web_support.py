@@ -8,6 +8,7 @@ address.
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -41,15 +42,17 @@ class Page:
 class Site:
     """The scripted site; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.pages: dict[str, Page | Callable[[Seen], Page]] = {}
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"site": self})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         self.port = int(self.httpd.server_address[1])
-        self.root = f"http://127.0.0.1:{self.port}"
+        self.root = f"{'http' if tls is None else 'https'}://127.0.0.1:{self.port}"
         self._thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
@@ -132,9 +135,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serving() -> Iterator[Site]:
-    """A :class:`Site` for the length of the block."""
-    site = Site()
+def serving(tls: ssl.SSLContext | None = None) -> Iterator[Site]:
+    """A :class:`Site` for the length of the block (over TLS with ``tls``)."""
+    site = Site(tls)
     try:
         yield site
     finally:

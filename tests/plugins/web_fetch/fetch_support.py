@@ -9,9 +9,11 @@ to private or public addresses while no packet ever leaves 127.0.0.1.
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpcore
@@ -61,10 +63,25 @@ class _Routed(httpcore.AsyncNetworkBackend):
         return await self.loopback.connect_tcp("127.0.0.1", target, timeout=timeout)
 
 
+#: A test CA and a certificate it signed for ``www.site.test`` (test use only).
+TLS_FILES = Path(__file__).parent / "tls"
+
+
+def site_tls() -> ssl.SSLContext:
+    """The server side of ``www.site.test``'s certificate."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(TLS_FILES / "site.pem", TLS_FILES / "site.key")
+    return context
+
+
 def fenced_by(network: Network) -> type[WebFetch]:
-    """``WebFetch`` resolving and connecting through ``network``."""
+    """``WebFetch`` resolving and connecting through ``network``, and trusting the
+    test CA."""
 
     class Fenced(WebFetch):
+        def ssl_context(self) -> ssl.SSLContext:
+            return ssl.create_default_context(cafile=TLS_FILES / "ca.pem")
+
         async def resolve(self, host: str, port: int) -> Sequence[str]:
             return await network.resolve(host, port)
 

@@ -13,8 +13,8 @@ import pytest
 
 from dsh_web import WebBlockedUrlError, WebFetchError, WebInvalidUrlError
 from dsh_web_fetch import MAX_URL_LENGTH, METADATA_ADDRESSES, is_blocked
-from tests.plugins.web.web_support import Site
-from tests.plugins.web_fetch.fetch_support import Network, mounted
+from tests.plugins.web.web_support import Site, serving
+from tests.plugins.web_fetch.fetch_support import Network, mounted, site_tls
 
 pytestmark = pytest.mark.anyio
 
@@ -187,3 +187,20 @@ async def test_the_url_rules_refuse_before_any_lookup(
     assert str(info.value).startswith(message)
     assert network.looked_up == []
     assert network.attempts == []
+
+
+async def test_https_is_verified_for_the_url_host_though_an_address_is_connected() -> None:
+    network = Network(
+        names={"www.site.test": [PUBLIC], "other.test": [PUBLIC_TOO]},
+    )
+    with serving(site_tls()) as secure:
+        secure.page("/", "<h1>Secure</h1>")
+        network.routes = {PUBLIC: secure.port, PUBLIC_TOO: secure.port}
+        async with mounted(network) as web:
+            result = await web.fetch("https://www.site.test/")
+            # Same server, same certificate, but the URL names another host.
+            with pytest.raises(WebFetchError, match="certificate verify failed"):
+                await web.fetch("https://other.test/")
+    assert result.content == "# Secure\n"
+    assert network.attempts == [(PUBLIC, 443), (PUBLIC_TOO, 443)]
+    assert secure.paths == ["/"]
