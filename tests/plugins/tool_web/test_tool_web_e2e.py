@@ -4,7 +4,6 @@ loopback servers (a site and a fake SearXNG), and the example's prompt."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,16 +11,10 @@ import pytest
 from dsh import Context, cli, load_deployment
 from dsh.testing import ScriptedModel, run_turn, text, tool_call, tool_calls, write_deployment
 from dsh_tool_web import FETCH_GUIDANCE, SEARCH_GUIDANCE
-from tests.plugins.web.web_support import Page, Site, serving
+from tests.plugins.web.web_support import Site, serving
 from tests.support import EXAMPLES
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def site() -> Iterator[Site]:
-    with serving() as running:
-        yield running
 
 
 def deployment(tmp_path: Path, *entries: str) -> Path:
@@ -33,9 +26,12 @@ def deployment(tmp_path: Path, *entries: str) -> Path:
     return write_deployment(tmp_path, "".join(f"- {line}\n" for line in [*lines, *entries]))
 
 
-async def test_the_model_fetches_a_page_and_reads_it_as_markdown(
-    site: Site, tmp_path: Path
-) -> None:
+async def test_the_model_fetches_a_page_and_reads_it_as_markdown(tmp_path: Path) -> None:
+    with serving() as site:
+        await fetch_a_menu(site, tmp_path)
+
+
+async def fetch_a_menu(site: Site, tmp_path: Path) -> None:
     site.page("/menu.html", "<h1>Café menu</h1><ul><li>Tea</li></ul><script>x()</script>")
     url = site.url("/menu.html")
     path = deployment(
@@ -59,7 +55,12 @@ async def test_the_model_fetches_a_page_and_reads_it_as_markdown(
     )
 
 
-async def test_the_model_searches_through_searxng(site: Site, tmp_path: Path) -> None:
+async def test_the_model_searches_through_searxng(tmp_path: Path) -> None:
+    with serving() as site:
+        await search_for_dsh(site, tmp_path)
+
+
+async def search_for_dsh(site: Site, tmp_path: Path) -> None:
     reply = {"results": [{"url": "https://dsh.test/", "title": "dsh", "content": "A harness."}]}
     site.page("/search", json.dumps(reply), content_type="application/json")
     path = deployment(
@@ -80,7 +81,6 @@ async def test_the_model_searches_through_searxng(site: Site, tmp_path: Path) ->
         "Cite the relevant URLs above as markdown links in your answer."
     )
     assert site.requests[0].path == "/search?q=what+is+dsh&format=json"
-    assert isinstance(site.pages["/search"], Page)
 
 
 #: The tool sections of ARCHITECTURE §6, in their order.

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import anyio
+
 from dsh_web import FetchResult, SearchHit, SearchResult
 
 
@@ -132,6 +134,25 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(page.body)))
         self.end_headers()
         self.wfile.write(page.body)
+
+
+class Gate:
+    """A page that answers only once ``release`` is set; ``arrived`` is set when it is
+    asked for. Use it as ``site.answer(path, gate)``."""
+
+    def __init__(self, body: bytes = b"late", content_type: str = "text/plain") -> None:
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+        self.body = body
+        self.content_type = content_type
+
+    def __call__(self, seen: Seen) -> Page:
+        self.arrived.set()
+        self.release.wait(30)
+        return Page(self.body, headers={"Content-Type": self.content_type})
+
+    async def wait_arrived(self) -> None:
+        assert await anyio.to_thread.run_sync(self.arrived.wait, 30)
 
 
 @contextmanager

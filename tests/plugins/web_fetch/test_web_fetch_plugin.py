@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,27 +13,10 @@ from dsh import ConfigError, Context, DeploymentError, FiberState, load_deployme
 from dsh.testing import until, write_deployment
 from dsh_web import FetchResult, Web, WebFetchError, WebTimeoutError
 from dsh_web_fetch import HttpFetcher, WebFetch
-from tests.plugins.web.web_support import Page, Seen, Site
+from tests.plugins.web.web_support import Gate, Site
 from tests.plugins.web_fetch.fetch_support import mounted
 
 pytestmark = pytest.mark.anyio
-
-
-class Gate:
-    """A page that answers only once released; ``arrived`` is set when asked."""
-
-    def __init__(self, body: bytes = b"late") -> None:
-        self.arrived = threading.Event()
-        self.release = threading.Event()
-        self.body = body
-
-    def __call__(self, seen: Seen) -> Page:
-        self.arrived.set()
-        self.release.wait(30)
-        return Page(self.body, headers={"Content-Type": "text/plain"})
-
-    async def wait_arrived(self) -> None:
-        assert await anyio.to_thread.run_sync(self.arrived.wait, 30)
 
 
 async def test_mounting_registers_the_provider_and_disposing_removes_it() -> None:

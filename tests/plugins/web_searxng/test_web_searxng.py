@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,8 @@ from dsh import ConfigError, Context, load_deployment
 from dsh.testing import write_deployment
 from dsh_web import SearchHit, SearchResult, Web, WebSearchError, WebTimeoutError
 from dsh_web_searxng import SearxngProvider, SearxngSearch, parse_reply
-from tests.plugins.web.web_support import Page, Seen
-from tests.plugins.web_searxng.conftest import FakeSearxng
+from tests.plugins.web.web_support import Gate, Page
+from tests.plugins.web_searxng.searxng_support import FakeSearxng
 
 pytestmark = pytest.mark.anyio
 
@@ -129,18 +128,13 @@ async def test_an_unreachable_instance_fails_the_search() -> None:
 
 
 async def test_a_slow_instance_times_out(searxng: FakeSearxng) -> None:
-    release = threading.Event()
-
-    def stall(seen: Seen) -> Page:
-        release.wait(30)
-        return Page(b"{}")
-
-    searxng.site.answer("/searx/search", stall)
+    gate = Gate(b"{}", "application/json")
+    searxng.site.answer("/searx/search", gate)
     try:
         with pytest.raises(WebTimeoutError) as info:
             await search(searxng.base_url, "slow", timeout_seconds=0.2)
     finally:
-        release.set()
+        gate.release.set()
     assert str(info.value) == 'searching SearXNG for "slow" took longer than 0.2 s'
 
 
