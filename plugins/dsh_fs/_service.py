@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import attrgetter, methodcaller
 from typing import Any
 
 import anyio
@@ -285,9 +286,10 @@ class Filesystem(Service):
         if prefix:
             start = os.path.join(start, prefix)
         directory = await backend.resolve(start, session_cwd(call))
-        regex = compile_glob(rest or pattern)
-        entries = await backend.list_files(directory, regex.fullmatch)
-        entries.sort(key=lambda e: (-e.mtime, e.path))
+        entries = await backend.list_files(directory, _matcher(rest or pattern))
+        # Newest first, by path among equals (two stable sorts on C-level keys).
+        entries.sort(key=attrgetter("path"))
+        entries.sort(key=attrgetter("mtime"), reverse=True)
         return Listing([e.path for e in entries[:limit]], len(entries))
 
     async def search(
@@ -335,6 +337,19 @@ class _Held:
         self.entry.users -= 1
         if not self.entry.users:
             del self.table[self.target]
+
+
+#: ``**/*<suffix>``: any file whose name ends with a literal suffix.
+_ANY_DEPTH_SUFFIX = re.compile(r"\*\*/\*([^*?\[\]{}\\/]+)")
+
+
+def _matcher(pattern: str) -> Callable[[str], object]:
+    """What a relative path must satisfy to match ``pattern`` (the most common shape,
+    ``**/*.py``, is a suffix test: a listing calls this once per file)."""
+    suffix = _ANY_DEPTH_SUFFIX.fullmatch(pattern)
+    if suffix is not None:
+        return methodcaller("endswith", suffix.group(1))
+    return compile_glob(pattern).fullmatch
 
 
 def _include(glob: str) -> Callable[[str], bool]:

@@ -5,7 +5,7 @@ YAML name ``fs-local`` (injects ``fs``). See this package's README for the contr
 
 from __future__ import annotations
 
-from ._backend import LocalBackend
+from ._backend import INLINE_READ, LocalBackend
 from ._config import DEFAULT_DENY_READ, FsLocalConfig, Mode
 from ._fence import Fence
 from ._plugin import FsLocal
@@ -14,6 +14,7 @@ plugin = FsLocal
 
 __all__ = [
     "DEFAULT_DENY_READ",
+    "INLINE_READ",
     "Fence",
     "FsLocal",
     "FsLocalConfig",

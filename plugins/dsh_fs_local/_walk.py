@@ -22,7 +22,7 @@ from dsh_fs import (
 
 from ._ignore import Ignores, ignored, load_ignores, with_directory
 
-__all__ = ["kind_of", "list_files", "search"]
+__all__ = ["kind_of", "list_files", "required_literal", "search"]
 
 _KINDS = {
     stat.S_IFDIR: "a directory",
@@ -32,10 +32,49 @@ _KINDS = {
     stat.S_IFBLK: "a block device",
 }
 
+_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+_CHUNK = 1 << 16
+#: The leading characters of a pattern that match only themselves.
+_LITERAL = re.compile(r"[^.^$*+?{}\[\]\\|()\r\n\ufffd]*")
+
 #: Pattern features whose meaning differs between a whole text and one line: with
 #: them, every line is tried; without them, a file the whole-text search misses is
 #: skipped at once.
-_LINE_ONLY = re.compile(r"\\[AZ]|\(\?<[=!]|\(\?[a-zA-Z]*-")
+_LINE_ONLY = re.compile(r"\\[AZ]|\(\?<[=!]|\(\?!|\(\?[a-zA-Z]*-")
+
+
+def _read(path: str) -> bytes:
+    """The content of ``path`` (empty when it cannot be read): plain system calls, as a
+    search opens thousands of files; reads of a chunk until a short one (a regular
+    file's end)."""
+    try:
+        fd = os.open(path, _READ)
+    except OSError:
+        return b""
+    try:
+        data = os.read(fd, _CHUNK)
+        if len(data) < _CHUNK:
+            return data
+        chunks = [data]
+        while len(chunks[-1]) == _CHUNK:
+            chunks.append(os.read(fd, _CHUNK))
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def required_literal(regex: re.Pattern[str]) -> bytes:
+    """UTF-8 bytes every match of ``regex`` contains (empty when none is known): its
+    leading literal characters, for a pattern without alternatives or case folding."""
+    pattern = regex.pattern
+    if regex.flags & re.IGNORECASE or "|" in pattern:
+        return b""
+    literal = _LITERAL.match(pattern).group()  # type: ignore[union-attr]  # always matches
+    if pattern[len(literal) : len(literal) + 1] in ("*", "?", "{"):
+        literal = literal[:-1]  # the last character is optional or repeated
+    return literal.encode()
 
 
 def kind_of(mode: int) -> str:
@@ -60,16 +99,22 @@ def list_files(directory: str, match: Callable[[str], object]) -> list[FileEntry
         anyio.from_thread.check_cancelled()
         path, relative = pending.pop()
         try:
-            entries = os.scandir(path)
+            with os.scandir(path) as it:
+                entries = list(it)
         except OSError:
             continue
-        with entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name != ".git":
-                        pending.append((entry.path, f"{relative}{entry.name}/"))
-                elif entry.is_file(follow_symlinks=False) and match(relative + entry.name):
-                    found.append(FileEntry(entry.path, entry.stat(follow_symlinks=False).st_mtime))
+        # Comprehensions over the whole directory: the walk is the cost of a listing.
+        files = [e for e in entries if e.is_file(follow_symlinks=False)]
+        found.extend(
+            FileEntry(e.path, e.stat(follow_symlinks=False).st_mtime)
+            for e in files
+            if match(relative + e.name)
+        )
+        pending.extend(
+            (e.path, f"{relative}{e.name}/")
+            for e in entries
+            if e.is_dir(follow_symlinks=False) and e.name != ".git"
+        )
     return found
 
 
@@ -80,33 +125,61 @@ class _Search:
         self.query = query
         self.regex = query.regex
         self.filter = not _LINE_ONLY.search(query.regex.pattern)
+        self.literal = required_literal(query.regex)
         self.denied = denied
         self.matches: list[Match] = []
         self.total = 0
 
     def file(self, path: str) -> None:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            return
-        if not data or b"\0" in data[:TEXT_PROBE]:
+        data = _read(path)
+        if self.literal not in data or not data or data.find(b"\0", 0, TEXT_PROBE) >= 0:
             return
         text = data.decode("utf-8", "replace")
         if "\r" in text:
             text = text.replace("\r\n", "\n")
-        search = self.regex.search
-        if self.filter and not search(text):
-            return
+        if self.filter:
+            self._candidates(path, text)
+        else:
+            self._lines(path, text)
+
+    def _lines(self, path: str, text: str) -> None:
+        """Try every line of ``text``."""
         lines = text.split("\n")
         if text.endswith("\n"):
             lines.pop()
-        limit, matches = self.query.limit, self.matches
+        search, limit, matches = self.regex.search, self.query.limit, self.matches
         for number, line in enumerate(lines, 1):
             if search(line):
                 self.total += 1
                 if len(matches) < limit:
                     matches.append(Match(path, number, line))
+
+    def _candidates(self, path: str, text: str) -> None:
+        """Find the lines where whole-text matches start, and try only those; a match
+        that spans a line break sends the file to the line-by-line search."""
+        found: list[tuple[int, str]] = []
+        line, position, end = 0, 0, -1
+        for match in self.regex.finditer(text):
+            start = match.start()
+            if "\n" in match.group():
+                self._lines(path, text)
+                return
+            if start <= end:
+                continue  # another match on a line already taken
+            line += text.count("\n", position, start)
+            begin = text.rfind("\n", 0, start) + 1
+            end = text.find("\n", start)
+            if end < 0:
+                end = len(text)
+            if begin < len(text):
+                found.append((line, text[begin:end]))
+            position = begin
+        search, limit, matches = self.regex.search, self.query.limit, self.matches
+        for number, content in found:
+            if search(content):
+                self.total += 1
+                if len(matches) < limit:
+                    matches.append(Match(path, number + 1, content))
 
     def tree(self, root: str) -> None:
         """Search the files under ``root``, depth first, each directory's entries by

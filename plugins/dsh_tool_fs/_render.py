@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from itertools import accumulate, chain, repeat
+from itertools import accumulate
 from operator import add
 
 from dsh_fs import FileText, FsNotFoundError, Listing, SearchResult
@@ -55,15 +55,18 @@ def render_page(
             f'offset {offset} is out of range for "{file.path}" ({total} lines)', file.path
         )
     page = lines[offset - 1 : offset - 1 + limit]
-    if page and max(map(len, page)) > max_line_length:
+    ascii_only = text.isascii()
+    widths = list(map(len, page)) if ascii_only else [len(line.encode()) for line in page]
+    if page and max(widths) > max_line_length:
         page = [cut_line(line, max_line_length) for line in page]
-    numbers = _numbers(offset, len(page))
-    widths = list(map(len, page)) if text.isascii() else [len(line.encode()) for line in page]
+        widths = list(map(len, page)) if ascii_only else [len(line.encode()) for line in page]
+    prefixes = _prefixes(offset, len(page))
     shown = len(page)
-    # Each numbered line costs its number, ": ", its text and a line break.
-    if sum(widths) + sum(map(len, numbers)) + 3 * shown > max_bytes:
-        sizes = list(accumulate(map(add, widths, map(len, numbers))))
-        fits = bisect_right(range(shown), max_bytes, key=lambda i: sizes[i] + 3 * i + 3)
+    # Each numbered line costs a line break, "N: " and its text (prefixes hold the
+    # break: "\nN: ").
+    if sum(widths) + _prefix_bytes(offset, shown) > max_bytes:
+        sizes = list(accumulate(map(add, widths, map(len, prefixes))))
+        fits = bisect_right(range(shown), max_bytes, key=sizes.__getitem__)
         shown = max(fits, 1)
     last = offset + shown - 1
     if shown < len(page):
@@ -74,28 +77,38 @@ def render_page(
         footer = f"(Showing lines {offset}-{last} of {total}. Use offset={last + 1} to continue.)"
     else:
         footer = f"(End of file - total {total} lines)"
-    body = _numbered(numbers[:shown], page[:shown])
-    return _envelope(file.path, f"{body}\n{footer}")
+    # Interleave prefixes and lines by slice assignment: no string is made per line.
+    parts = [""] * (2 * shown)
+    parts[0::2] = prefixes[:shown]
+    parts[1::2] = page[:shown]
+    body = "".join(parts)
+    return _envelope(file.path, f"{body[1:]}\n\n{footer}" if shown else f"\n{footer}")
 
 
-#: How many line numbers are kept as strings (a page is then a slice of them).
-NUMBERS_KEPT = 1 << 16
-_NUMBERS: list[str] = []
+#: How many ``"\\nN: "`` prefixes are kept (a page is then a slice of them).
+PREFIXES_KEPT = 1 << 16
+_PREFIXES: list[str] = []
 
 
-def _numbers(first: int, count: int) -> list[str]:
-    """The decimal line numbers ``first`` .. ``first + count - 1``."""
+def _prefixes(first: int, count: int) -> list[str]:
+    """The ``"\\nN: "`` prefixes of lines ``first`` .. ``first + count - 1``."""
     end = first + count
-    if len(_NUMBERS) < end <= NUMBERS_KEPT:
-        _NUMBERS.extend(map(str, range(len(_NUMBERS), end)))
-    if end <= len(_NUMBERS):
-        return _NUMBERS[first:end]
-    return list(map(str, range(first, end)))
+    if len(_PREFIXES) < end <= PREFIXES_KEPT:
+        _PREFIXES.extend(f"\n{n}: " for n in range(len(_PREFIXES), end))
+    if end <= len(_PREFIXES):
+        return _PREFIXES[first:end]
+    return [f"\n{n}: " for n in range(first, end)]
 
 
-def _numbered(numbers: list[str], lines: list[str]) -> str:
-    """``N: text`` lines, each followed by a line break (one C-level join)."""
-    return "".join(chain.from_iterable(zip(numbers, repeat(": "), lines, repeat("\n"))))
+def _prefix_bytes(first: int, count: int) -> int:
+    """The total length of the prefixes of lines ``first`` .. ``first + count - 1``."""
+    total, low, end = 0, first, first + count
+    while low < end:
+        width = len(str(low))
+        high = min(end, 10**width)
+        total += (high - low) * (width + 3)
+        low = high
+    return total
 
 
 def render_write(path: str, created: bool) -> str:

@@ -336,3 +336,13 @@ async def test_a_real_stack_reports_versions_that_follow_the_content(
         target.write_text("two")
         changed = await root.fs.version(str(target))
     assert first == touched != changed
+
+
+async def test_an_any_depth_suffix_pattern_means_what_the_glob_means() -> None:
+    async with Context() as root:
+        backend = await seam(root)
+        for path in ("/w/a.py", "/w/d/e/b.py", "/w/c.pyc", "/w/x.py/y", "/w/.py"):
+            backend.files[path] = b"x"
+        suffix = await root.fs.list_files("**/*.py", "/w")
+        general = await root.fs.list_files("**/*.p[y]", "/w")
+    assert sorted(suffix.files) == sorted(general.files) == ["/w/.py", "/w/a.py", "/w/d/e/b.py"]

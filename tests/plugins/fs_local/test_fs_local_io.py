@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import dsh_fs_local
-import dsh_fs_local._walk as walk
 from dsh import ConfigError, Context
 from dsh_fs import Filesystem
 from dsh_fs_local import DEFAULT_DENY_READ, FsLocal, LocalBackend
+from dsh_fs_local._walk import required_literal
 from tests.plugins.fs.fs_support import fs_stack, layout, run
 
 pytestmark = pytest.mark.anyio
@@ -151,14 +152,21 @@ async def test_search_skips_binary_empty_and_unreadable_files(
     (ws.root / "gone.txt").write_text("needle\n")
     (ws.root / "ok.txt").write_bytes(b"needle \xff\r\n")
     (ws.root / "tail.txt").write_text("needle")
-    real_open = open
+    (ws.root / "broken.txt").write_text("needle\n")
+    real_open, real_read = os.open, os.read
 
-    def flaky(path: Any, *args: Any, **kwargs: Any) -> Any:
+    def vanished(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         if str(path).endswith("gone.txt"):
             raise FileNotFoundError(path)
-        return real_open(path, *args, **kwargs)
+        return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(walk, "open", flaky, raising=False)
+    def failing(fd: int, size: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("broken.txt"):
+            raise OSError(errno.EIO, "Input/output error")
+        return real_read(fd, size)
+
+    monkeypatch.setattr(os, "open", vanished)
+    monkeypatch.setattr(os, "read", failing)
     async with fs_stack() as root:
         found = await run(root, "grep", ws.call(), pattern="^$|needle")
     assert found.content == (
@@ -202,3 +210,52 @@ async def test_nested_gitignore_rules_override_and_directories_prune(
     async with fs_stack() as root:
         found = await run(root, "grep", ws.call(), pattern="hit")
     assert found.content == f"Found 1 match\n{ws.root}/pkg/keep.gen:1: hit"
+
+
+async def test_a_match_that_needs_the_next_line_matches_no_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    (ws.root / "f.txt").write_text("foo\nbar\n")
+    async with fs_stack() as root:
+        found = await run(root, "grep", ws.call(), pattern=r"o(?=\n)")
+    assert found.content == "No matches found"
+
+
+async def test_the_limit_holds_line_by_line_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    (ws.root / "f.txt").write_text("x1\nx2\nx3")
+    async with fs_stack(tools=False) as root:
+        result = await root.fs.search(r"\Ax", str(ws.root), limit=2)
+    assert (result.total, [m.text for m in result.matches]) == (3, ["x1", "x2"])
+
+
+async def test_search_reads_large_files_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    filler = "x" * 99 + "\n"
+    (ws.root / "big.txt").write_text(filler * 2000 + "needle\n")  # past two 64 KiB reads
+    async with fs_stack() as root:
+        found = await run(root, "grep", ws.call(), pattern="needle")
+        read = await run(root, "read", ws.call(), file_path="big.txt", offset=2001)
+    assert found.content == f"Found 1 match\n{ws.root}/big.txt:2001: needle"
+    assert read.content.endswith("2001: needle\n\n(End of file - total 2001 lines)\n</content>")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "literal"),
+    [
+        ("needle_[0-9]+", 0, b"needle_"),
+        ("colou?r", 0, b"colo"),
+        ("ab*c", 0, b"a"),
+        ("caf\u00e9", 0, "caf\u00e9".encode()),
+        ("a|b", 0, b""),
+        ("^abc", 0, b""),
+        ("abc", re.IGNORECASE, b""),
+    ],
+)
+def test_the_literal_every_match_contains(pattern: str, flags: int, literal: bytes) -> None:
+    assert required_literal(re.compile(pattern, flags)) == literal

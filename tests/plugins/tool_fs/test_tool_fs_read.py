@@ -139,7 +139,7 @@ async def test_line_numbers_past_the_kept_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws = layout(tmp_path, monkeypatch)
-    last = _render.NUMBERS_KEPT + 1
+    last = _render.PREFIXES_KEPT + 1
     (ws.root / "long.txt").write_text("x\n" * last)
     async with fs_stack() as root:
         result = await run(root, "read", ws.call(), file_path="long.txt", offset=last - 1)
