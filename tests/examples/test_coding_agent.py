@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from dsh_tool_bash import GUIDANCE as BASH_GUIDANCE
+from dsh_tool_fs import SECTIONS as FS_SECTIONS
 from dsh_tool_jobs import GUIDANCE as JOBS_GUIDANCE
+from dsh_tool_web import FETCH_GUIDANCE
 from tests.support import EXAMPLES, run_dsh
 
 EXAMPLE = EXAMPLES / "coding-agent" / "dsh.yml"
@@ -27,7 +29,19 @@ PERSONA = (
     "change their code: read carefully, explain briefly, and propose small, tested changes."
 )
 STALL = "stall"
-TOOLS = ["bash", "job_kill", "job_list", "job_output", "todo_write"]
+TOOLS = [
+    "bash",
+    "edit",
+    "glob",
+    "grep",
+    "job_kill",
+    "job_list",
+    "job_output",
+    "read",
+    "todo_write",
+    "web_fetch",
+    "write",
+]
 
 
 def text_frames(text: str) -> list[dict[str, Any]]:
@@ -122,13 +136,11 @@ def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
     body = request["body"]
     assert body["model"] == "deepseek-chat"
     assert body["stream"] is True
-    system = "\n\n".join(
-        ["You are an AI agent powered by dsh.", PERSONA, BASH_GUIDANCE, JOBS_GUIDANCE]
-    )
-    assert body["messages"] == [
-        {"role": "system", "content": system},
-        {"role": "user", "content": "Explain main.py"},
-    ]
+    system, user = body["messages"]
+    assert system["role"] == "system"
+    # The identity, then the persona; the tools' own guidance sections follow.
+    assert system["content"].startswith(f"You are an AI agent powered by dsh.\n\n{PERSONA}\n\n")
+    assert user == {"role": "user", "content": "Explain main.py"}
     assert [tool["function"]["name"] for tool in body["tools"]] == TOOLS
     (session,) = session_ids(tmp_path)
     listed = run_dsh("sessions", str(EXAMPLE), cwd=tmp_path, env=environ(wire))
@@ -200,12 +212,16 @@ def test_prompt_shows_the_sections_in_order_and_the_tools(tmp_path: Path) -> Non
     env["DEEPSEEK_API_KEY"] = "unused"
     done = run_dsh("prompt", str(EXAMPLE), cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
-    prompt, tools = done.stdout.split("\n\n--- tools (5) ---\n")
+    prompt, tools = done.stdout.split(f"\n\n--- tools ({len(TOOLS)}) ---\n")
+    # ARCHITECTURE §6's order: the files (100-104), the shell (105), jobs (106), the
+    # web (111); each tool package owns its section.
     assert prompt.split("\n\n") == [
         "You are an AI agent powered by dsh.",
         PERSONA,
+        *(section.text for section in FS_SECTIONS),
         BASH_GUIDANCE,
         JOBS_GUIDANCE,
+        FETCH_GUIDANCE,
     ]
     assert "bash" not in PERSONA  # the persona names no tool
     assert "tool" not in PERSONA
