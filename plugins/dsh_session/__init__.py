@@ -5,6 +5,25 @@ YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``. See the RE
 
 from __future__ import annotations
 
+from ._persistence import (
+    DURABLE_EVENTS,
+    SESSION_ID,
+    Checked,
+    InvalidRecord,
+    LogDamage,
+    SessionCorruptError,
+    SessionDataError,
+    SessionExistsError,
+    SessionIdError,
+    SessionInUseError,
+    SessionReadError,
+    SessionSummary,
+    SessionWriteError,
+    check_event,
+    check_log,
+    check_session_id,
+    recent_first,
+)
 from ._session import (
     COMMIT_EVENTS,
     EVENT_TYPE,
@@ -20,14 +39,31 @@ plugin = Sessions
 
 __all__ = [
     "COMMIT_EVENTS",
+    "DURABLE_EVENTS",
     "EVENT_TYPE",
     "EVENT_TYPES",
+    "SESSION_ID",
+    "Checked",
+    "InvalidRecord",
+    "LogDamage",
     "Session",
+    "SessionCorruptError",
+    "SessionDataError",
     "SessionError",
     "SessionEvent",
+    "SessionExistsError",
     "SessionHeader",
+    "SessionIdError",
+    "SessionInUseError",
+    "SessionReadError",
     "SessionSpecs",
+    "SessionSummary",
+    "SessionWriteError",
     "Sessions",
     "StoredSession",
+    "check_event",
+    "check_log",
+    "check_session_id",
     "plugin",
+    "recent_first",
 ]

@@ -3,46 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from dsh import DshError
-from dsh_session import SessionEvent
+from dsh_session import SessionEvent, SessionReadError, SessionSummary, recent_first
 
-from ._errors import SessionReadError
 from ._format import FILE_NAME, SESSION_ID, InvalidRecord, parse_event, parse_header
 
 __all__ = ["SessionSummary", "list_sessions"]
 
 _TAIL = 1 << 16
-
-
-@dataclass(slots=True)
-class SessionSummary:
-    """One stored session as a listing shows it; ``error`` is set (and the other
-    fields left empty) when its file cannot be read.
-
-    A :class:`dsh_session.StoredSession` (what ``sessions.stored()`` lists); not frozen,
-    because that protocol declares plain (settable) attributes.
-    """
-
-    id: str
-    path: Path
-    created_at: float | None = None
-    cwd: str | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    #: Records in the file (the last valid record's seq + 1).
-    events: int = 0
-    #: The number of the last turn recorded (turns count from 1).
-    turns: int = 0
-    #: The time of the last valid record, else ``created_at``.
-    last_activity: float | None = None
-    #: Whether the last turn has no ``turn/end`` (running, or cut short by a crash:
-    #: ``sessions.resume`` closes it as interrupted).
-    open: bool = False
-    error: str | None = None
 
 
 def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
@@ -78,25 +49,7 @@ def _summarize(session_id: str, path: Path) -> SessionSummary | None:
         return None
     except (OSError, DshError) as exc:
         return SessionSummary(session_id, path, error=str(exc))
-    if last is None:
-        return SessionSummary(
-            session_id, path, header.created_at, header.cwd, header.meta, 0, 0, header.created_at
-        )
-    return SessionSummary(
-        session_id,
-        path,
-        header.created_at,
-        header.cwd,
-        header.meta,
-        events=last.seq + 1,
-        turns=last.data["turn"],
-        last_activity=last.time,
-        open=last.type != "turn/end",
-    )
-
-
-def _recent_first(summary: SessionSummary) -> tuple[bool, float, str]:
-    return (summary.error is not None, -(summary.last_activity or 0.0), summary.id)
+    return SessionSummary.of(path, header, last)
 
 
 def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:
@@ -121,5 +74,5 @@ def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:
         if SESSION_ID.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)
     ]
     summaries = [summary for summary in found if summary is not None]
-    summaries.sort(key=_recent_first)
+    summaries.sort(key=recent_first)
     return summaries
