@@ -7,10 +7,12 @@ of a JSONL file stores it, so both stores check records with the same rules.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ __all__ = [
     "header_of",
     "prepare",
     "reader",
+    "transaction",
 ]
 
 #: ``PRAGMA user_version`` of a session database this backend reads and writes.
@@ -49,6 +52,7 @@ _SCHEMA = (
     )""",
 )
 _TABLES = {"sessions", "events"}
+_DIR_MODE = 0o700
 
 
 def encode_json(value: Mapping[str, Any]) -> str:
@@ -70,14 +74,24 @@ def connect(path: Path, *, create: bool, fsync: bool, busy_ms: int) -> sqlite3.C
     connection = sqlite3.connect(
         uri, uri=True, isolation_level=None, timeout=busy_ms / 1000, check_same_thread=True
     )
-    try:
-        # FULL syncs the WAL at every commit; NORMAL leaves that to the OS (a commit
-        # survives the process, not a power cut).
-        connection.execute(f"PRAGMA synchronous = {'FULL' if fsync else 'NORMAL'}")
-    except BaseException:
-        connection.close()
-        raise
+    # FULL syncs the WAL at every commit; NORMAL leaves that to the OS (a commit
+    # survives the process, not a power cut).
+    connection.execute(f"PRAGMA synchronous = {'FULL' if fsync else 'NORMAL'}")
     return connection
+
+
+@contextlib.contextmanager
+def transaction(connection: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
+    """Run the block in one transaction: committed at its end, rolled back when the
+    block or the commit fails (``BEGIN IMMEDIATE`` takes the write lock at once)."""
+    connection.execute(begin)
+    try:
+        yield
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
 
 
 def reader(path: Path, *, fsync: bool = False, busy_ms: int) -> sqlite3.Connection:
@@ -107,10 +121,14 @@ def prepare(path: Path, *, fsync: bool, busy_ms: int, create: bool) -> sqlite3.C
     ``create`` is false. Raises :class:`SessionDatabaseError` naming the file."""
     if create:
         try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.parent.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+            # Made here, so that it is private from the start (SQLite gives its -wal and
+            # -shm files the same mode).
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
         except OSError as exc:
             raise SessionDatabaseError(
-                f"cannot create the directory of session database {path}: {exc}", str(path)
+                f"cannot create session database {path}: {exc}", str(path)
             ) from exc
     elif not path.exists():
         return None
@@ -128,12 +146,10 @@ def prepare(path: Path, *, fsync: bool, busy_ms: int, create: bool) -> sqlite3.C
 
 def _check_schema(connection: sqlite3.Connection, path: Path, busy_ms: int) -> None:
     try:
-        if connection.execute("PRAGMA journal_mode = WAL").fetchone()[0] != "wal":
-            raise SessionDatabaseError(
-                f"session database {path} cannot be switched to WAL mode", str(path)
-            )
-        connection.execute("BEGIN IMMEDIATE")
-        try:
+        # Persistent in the file. It fails (busy) only while another connection holds
+        # the file in rollback-journal mode; a local file always takes WAL.
+        connection.execute("PRAGMA journal_mode = WAL")
+        with transaction(connection):
             version = connection.execute("PRAGMA user_version").fetchone()[0]
             tables = {
                 row[0]
@@ -150,10 +166,6 @@ def _check_schema(connection: sqlite3.Connection, path: Path, busy_ms: int) -> N
                     f"{SCHEMA_VERSION} (user_version {version}; tables: {found})",
                     str(path),
                 )
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
     except sqlite3.Error as exc:
         raise _problem(path, exc, busy_ms) from exc
 

@@ -22,7 +22,7 @@ from dsh_session import (
     recent_first,
 )
 
-from ._db import decode_event, header_of, reader
+from ._db import decode_event, header_of, reader, transaction
 from ._errors import SessionDatabaseError
 from ._log import read_rows
 
@@ -69,12 +69,9 @@ def list_sessions(path: str | os.PathLike[str], *, busy_ms: int = 5000) -> list[
     if connection is None:
         return []
     try:
-        connection.execute("BEGIN")
-        try:
+        with transaction(connection, "BEGIN"):
             rows = connection.execute("SELECT key, id, created_at, cwd, meta FROM sessions")
             summaries = [_summarize(connection, base, row) for row in rows.fetchall()]
-        finally:
-            connection.execute("COMMIT")
     except sqlite3.Error as exc:
         raise SessionDatabaseError(
             f"cannot list the sessions of database {base}: {exc}", str(base)

@@ -31,7 +31,7 @@ from dsh_session import (
     check_log,
 )
 
-from ._db import decode_event, encode_json, header_of, prepare, reader
+from ._db import decode_event, encode_json, header_of, prepare, reader, transaction
 from ._errors import SessionDatabaseError
 from ._locks import SessionLock, locks_of
 
@@ -62,16 +62,25 @@ class Database:
             )
         return self._connection
 
-    def stored(self, session_id: str) -> bool:
-        """Whether the database holds a session ``session_id``."""
+    def head(self, session_id: str) -> tuple[int, float, int | None] | None:
+        """The row key, ``created_at`` and last seq (None: no events) of session
+        ``session_id``; None when it is not stored."""
         connection = self.open(create=False)
         if connection is None:
-            return False
+            return None
         try:
-            row = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
-            return row.fetchone() is not None
+            found: tuple[int, float, int | None] | None = connection.execute(
+                "SELECT key, created_at, (SELECT max(seq) FROM events WHERE session = key) "
+                "FROM sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
         except sqlite3.Error as exc:
             raise SessionReadError(f"cannot read session database {self.path}: {exc}") from exc
+        return found
+
+    def stored(self, session_id: str) -> bool:
+        """Whether the database holds a session ``session_id``."""
+        return self.head(session_id) is not None
 
     def close(self) -> None:
         if self._connection is not None:
@@ -100,8 +109,7 @@ def read_rows(
     checked; with the seq of its first invalid record, if its tail is damaged (the
     note says what was wrong). None when it is not stored."""
     try:
-        connection.execute("BEGIN")
-        try:
+        with transaction(connection, "BEGIN"):
             found = connection.execute(
                 "SELECT key, id, created_at, cwd, meta FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
@@ -111,8 +119,6 @@ def read_rows(
                     "SELECT seq, type, time, data FROM events WHERE session = ? ORDER BY seq",
                     (found[0],),
                 ).fetchall()
-        finally:
-            connection.execute("COMMIT")
     except sqlite3.Error as exc:
         raise SessionReadError(f'cannot read session "{session_id}" from {path}: {exc}') from exc
     if found is None:
@@ -148,15 +154,10 @@ def _load(
     loaded, cut = read
     if cut is not None:
         try:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(connection):
                 connection.execute(
                     "DELETE FROM events WHERE session = ? AND seq >= ?", (loaded.key, cut)
                 )
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
         except sqlite3.Error as exc:
             raise SessionWriteError(
                 f'cannot cut session "{session_id}" in {path} back (dropping a damaged tail): {exc}'
@@ -287,19 +288,13 @@ class SqliteLog:
             self._lock = lock
         key = self._key
         try:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(connection):
                 if key is None:
                     key = self._insert_header(connection)
                 connection.executemany(
                     "INSERT INTO events (session, seq, type, time, data) VALUES (?, ?, ?, ?, ?)",
                     [(key, *row) for row in self._pending],
                 )
-                connection.execute("COMMIT")
-            except BaseException:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
         except SessionExistsError:
             lock.release()  # a new session after all: not ours to hold
             self._lock = None
@@ -383,17 +378,7 @@ def adopt(db: Database, header: SessionHeader, key: int, count: int) -> SqliteLo
     (else :class:`SessionInUseError`)."""
     lock = SessionLock.take(db.locks, header.id)
     try:
-        connection = db.open(create=False)
-        found = None
-        if connection is not None:
-            try:
-                found = connection.execute(
-                    "SELECT key, created_at, (SELECT max(seq) FROM events WHERE session = key) "
-                    "FROM sessions WHERE id = ?",
-                    (header.id,),
-                ).fetchone()
-            except sqlite3.Error as exc:
-                raise SessionReadError(f"cannot read session database {db.path}: {exc}") from exc
+        found = db.head(header.id)
         if found != (key, header.created_at, count - 1 if count else None):
             raise SessionInUseError(
                 f'session "{header.id}" in {db.path} changed after it was loaded (another '

@@ -1,9 +1,8 @@
-"""``session-jsonl`` under a real agent: a persisted turn resumed from a deployment,
-and a process SIGKILLed mid-turn whose committed records all survive."""
+"""Each store under a real agent: a persisted turn resumed from a deployment, and a
+process SIGKILLed mid-turn whose committed records all survive."""
 
 from __future__ import annotations
 
-import json
 import queue
 import signal
 import subprocess
@@ -18,16 +17,14 @@ import dsh
 from dsh.testing import write_deployment
 from dsh_llm import ToolResultBlock
 from dsh_session import Sessions
-from dsh_session_jsonl import FILE_NAME, JsonlSessions, list_sessions
+from tests.plugins.session_store.store_support import Store, json_records
 from tests.support import echo_deployment
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_an_agent_turn_is_persisted_and_resumed(tmp_path: Path) -> None:
-    root = tmp_path / "sessions"
-    persistence = f'- {{id: persistence, name: session-jsonl, config: {{root: "{root}"}}}}'
-    yml = echo_deployment(tmp_path, "{model: echo-mock}", persistence)
+async def test_an_agent_turn_is_persisted_and_resumed(store: Store, tmp_path: Path) -> None:
+    yml = echo_deployment(tmp_path, "{model: echo-mock}", store.yaml_entry())
     async with dsh.Context() as ctx:
         await dsh.load_deployment(yml, ctx)
         agent = ctx.agents.get("main")
@@ -35,12 +32,10 @@ async def test_an_agent_turn_is_persisted_and_resumed(tmp_path: Path) -> None:
         await agent.when_idle()
         session = agent.session
         messages = session.derive_messages()
-        events = [e.to_json() for e in session.events]
+        events = json_records(session)
     assert messages[-1].text == "The echo tool returned: hello"
-    path = root / session.id / FILE_NAME
-    on_disk = [json.loads(line) for line in path.read_bytes().splitlines()]
-    assert on_disk[0]["meta"] == {"agent": "main", "model": "echo-mock"}
-    assert on_disk[1:] == json.loads(json.dumps(events))
+    assert store.header(session.id)["meta"] == {"agent": "main", "model": "echo-mock"}
+    assert store.records(session.id) == events
 
     async with dsh.Context() as ctx:
         await dsh.load_deployment(yml, ctx)
@@ -54,7 +49,7 @@ async def test_an_agent_turn_is_persisted_and_resumed(tmp_path: Path) -> None:
         history = [m.text for m in resumed.derive_messages() if m.role == "assistant"]
         assert history[-1] == "The echo tool returned: more"
     # The declared agent of the second run got a new session, but wrote nothing.
-    (summary,) = list_sessions(root)
+    (summary,) = store.summaries()
     assert (summary.id, summary.turns, summary.open) == (session.id, 2, False)
     assert summary.meta == {"agent": "main", "model": "echo-mock"}
 
@@ -142,7 +137,7 @@ anyio.run(main, sys.argv[1])
 
 @dataclass
 class Crash:
-    root: Path
+    store: Store
     session_id: str
     committed: list[tuple[int, str]]
 
@@ -154,9 +149,8 @@ def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
 
 
 @pytest.fixture
-def crash(tmp_path: Path) -> Crash:
+def crash(store: Store, tmp_path: Path) -> Crash:
     """Run a deployment in a child process and SIGKILL it mid-turn."""
-    root = tmp_path / "sessions"
     (tmp_path / "scripted.py").write_text(SCRIPTED_MODEL)
     (tmp_path / "driver.py").write_text(DRIVER)
     yml = write_deployment(
@@ -167,9 +161,7 @@ def crash(tmp_path: Path) -> Crash:
         - id: agent-core
           name: agent-core
           config: {{model: slow}}
-        - id: persistence
-          name: session-jsonl
-          config: {{root: "{root}"}}
+        {store.yaml_entry()}
         """,
         "slow.yml",
     )
@@ -201,7 +193,7 @@ def crash(tmp_path: Path) -> Crash:
             child.kill()
         assert child.wait() == -signal.SIGKILL
     assert ready
-    return Crash(root, session_id, committed)
+    return Crash(store, session_id, committed)
 
 
 async def test_records_committed_before_a_sigkill_survive_and_the_turn_is_closed(
@@ -217,7 +209,7 @@ async def test_records_committed_before_a_sigkill_survive_and_the_turn_is_closed
     ]
     async with dsh.Context() as ctx:
         await ctx.plugin(Sessions)
-        await ctx.plugin(JsonlSessions, {"root": str(crash.root)})
+        await crash.store.start(ctx)
         session = await ctx.sessions.resume(crash.session_id)
         for seq, event_type in crash.committed:
             assert session.events[seq].type == event_type
