@@ -1,0 +1,140 @@
+"""Session resume benchmark: loading a long session back, JSONL vs SQLite, beside a floor.
+
+Run: ``.venv/bin/python -m bench.session`` (``--quick`` for a smoke run, ``--events N``,
+``--rounds R``, ``--dir PATH`` to store somewhere else than the system temp directory).
+
+One workload: the realistic agent log of ``bench.session_append`` (turns of two
+tool-call steps and an answer step, 30 streamed chunks per step), whole turns up to
+about 10,000 events, stored once by each backend's real plugin. Each round, interleaved:
+
+* ``dsh session-jsonl`` / ``dsh session-sqlite``: ``await sessions.resume(id)`` in a
+  short-lived plugin of a running root (the ``session/open`` answer in a worker thread:
+  read, decode, check every record, under the session's lock; the ``Session`` built;
+  the turn check of crash repair; the lock taken again to adopt it), then the plugin
+  disposed (the session leaves the store, its lock let go);
+* ``floor: json.loads per line``: read the JSONL file and ``json.loads`` each line; no
+  checks, no events, no thread, no lock (the goal is dsh within 2x of it).
+
+Reported: median ms per resume, µs per event and the ratio to the floor. Each resume is
+checked (untimed) to hold every event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.session_append import Record, workload
+from dsh import Context
+from dsh_session import Session, Sessions
+from dsh_session_jsonl import FILE_NAME, JsonlSessions
+from dsh_session_sqlite import SqliteSessions
+
+SESSION = "bench"
+
+
+def whole_turns(count: int) -> list[Record]:
+    """The workload's whole turns, at least ``count`` events."""
+    records = workload(count + 200)
+    ends = [i for i, (kind, _) in enumerate(records) if kind == "turn/end" and i + 1 >= count]
+    return records[: ends[0] + 1]
+
+
+async def store(ctx: Context, records: list[Record]) -> None:
+    """Write the workload as session ``SESSION`` through the backends of ``ctx``."""
+    session = ctx.sessions.create(id=SESSION)
+    for kind, data in records:
+        session.append(kind, data)
+
+
+def floor(path: Path) -> int:
+    lines = path.read_bytes().splitlines()
+    values = [json.loads(line) for line in lines[1:]]
+    return len(values)
+
+
+def resumer(ctx: Context) -> Callable[[], Awaitable[int]]:
+    """A resume of ``SESSION`` in ``ctx`` (one backend loaded), in a plugin of its own."""
+
+    async def resume_once() -> int:
+        got: list[Session] = []
+
+        async def plugin(pctx: Context, config: None) -> None:
+            got.append(await pctx.sessions.resume(SESSION))
+
+        fiber = await ctx.plugin(plugin)
+        await fiber.dispose()
+        return len(got[0].events)
+
+    return resume_once
+
+
+async def run(count: int, rounds: int, base: Path) -> None:
+    records = whole_turns(count)
+    configs: dict[str, tuple[Any, dict[str, Any]]] = {
+        "dsh session-jsonl": (JsonlSessions, {"root": str(base / "jsonl"), "fsync": False}),
+        "dsh session-sqlite": (SqliteSessions, {"path": str(base / "s.db"), "fsync": False}),
+    }
+    for plugin, config in configs.values():
+        async with Context() as ctx:
+            await ctx.plugin(Sessions)
+            await ctx.plugin(plugin, config)
+            await store(ctx, records)
+    jsonl_file = base / "jsonl" / SESSION / FILE_NAME
+    names = [*configs, "floor: json.loads per line"]
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    async with Context() as jsonl_root, Context() as sqlite_root:
+        for root, (plugin, config) in zip((jsonl_root, sqlite_root), configs.values(), strict=True):
+            await root.plugin(Sessions)
+            await root.plugin(plugin, config)
+        resumes = dict(zip(configs, (resumer(jsonl_root), resumer(sqlite_root)), strict=True))
+        for _ in range(rounds):
+            for name, resume in resumes.items():
+                start = time.perf_counter()
+                events = await resume()
+                samples[name].append(time.perf_counter() - start)
+                assert events == len(records), (name, events)
+            start = time.perf_counter()
+            events = floor(jsonl_file)
+            samples[names[-1]].append(time.perf_counter() - start)
+            assert events == len(records)
+    base_time = statistics.median(samples[names[-1]])
+    print(f"\nsession resume: {len(records)} events, {rounds} rounds, median per resume, in {base}")
+    width = max(map(len, names))
+    print(f"{'':<{width}}  {'ms/resume':>10}  {'us/event':>9}  {'x floor':>8}")
+    for name in names:
+        median = statistics.median(samples[name])
+        print(
+            f"{name:<{width}}  {median * 1e3:>10.2f}  {median / len(records) * 1e6:>9.2f}  "
+            f"{median / base_time:>7.2f}x"
+        )
+    jsonl, sqlite = (statistics.median(samples[name]) for name in configs)
+    print(f"\nsqlite vs jsonl: {sqlite / jsonl:.2f}x (goal: each store within 2x of the floor)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 events, 3 rounds")
+    parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--dir", type=Path, default=None, help="where to store")
+    args = parser.parse_args(argv)
+    count, rounds = (1_000, 3) if args.quick else (args.events, args.rounds)
+    base = Path(tempfile.mkdtemp(prefix="dsh-bench-", dir=args.dir))
+    try:
+        anyio.run(run, count, rounds, base)
+    finally:
+        shutil.rmtree(base)
+
+
+if __name__ == "__main__":
+    main()
