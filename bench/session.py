@@ -17,6 +17,11 @@ about 10,000 events, stored once by each backend's real plugin. Each round, inte
 
 Reported: median ms per resume, µs per event and the ratio to the floor. Each resume is
 checked (untimed) to hold every event.
+
+A second table is the cost of appending on the event loop's thread (both stores commit
+synchronously: ``append`` returns once the record is durable): the same workload
+appended to a fresh session per round, with and without ``fsync``, in µs per commit
+batch (a durable record and the chunks buffered before it).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import anyio
 
 from bench.session_append import Record, workload
 from dsh import Context
-from dsh_session import Session, Sessions
+from dsh_session import DURABLE_EVENTS, Session, Sessions
 from dsh_session_jsonl import FILE_NAME, JsonlSessions
 from dsh_session_sqlite import SqliteSessions
 
@@ -119,6 +124,34 @@ async def run(count: int, rounds: int, base: Path) -> None:
         )
     jsonl, sqlite = (statistics.median(samples[name]) for name in configs)
     print(f"\nsqlite vs jsonl: {sqlite / jsonl:.2f}x (goal: each store within 2x of the floor)")
+    await appends(records, max(3, rounds // 3), base)
+
+
+async def appends(records: list[Record], rounds: int, base: Path) -> None:
+    """The append table: µs per commit batch, per store and ``fsync`` setting."""
+    batches = sum(kind in DURABLE_EVENTS for kind, _ in records)
+    rows: list[tuple[str, float]] = []
+    for fsync in (False, True):
+        for name, plugin, config in [
+            ("session-jsonl", JsonlSessions, {"root": str(base / f"a-jsonl-{fsync}")}),
+            ("session-sqlite", SqliteSessions, {"path": str(base / f"a-{fsync}.db")}),
+        ]:
+            times: list[float] = []
+            async with Context() as ctx:
+                await ctx.plugin(Sessions)
+                await ctx.plugin(plugin, {**config, "fsync": fsync})
+                for _ in range(rounds):
+                    session = ctx.sessions.create()
+                    start = time.perf_counter()
+                    for kind, data in records:
+                        session.append(kind, data)
+                    times.append(time.perf_counter() - start)
+            rows.append((f"{name}, fsync {'on' if fsync else 'off'}", statistics.median(times)))
+    print(f"\nappend on the loop's thread: {len(records)} records in {batches} commit batches")
+    width = max(len(name) for name, _ in rows)
+    print(f"{'':<{width}}  {'ms/session':>10}  {'us/batch':>9}")
+    for name, median in rows:
+        print(f"{name:<{width}}  {median * 1e3:>10.1f}  {median / batches * 1e6:>9.1f}")
 
 
 def main(argv: list[str] | None = None) -> None:
