@@ -58,8 +58,12 @@ def result_of(session: Session, turn: int, seed_length: int) -> SubagentResult:
                 output = text
                 break
     diagnostic: str | None = None
-    if reason is None:
+    if reason is None or (stop == "aborted" and reason.get("reason") == "disposed"):
+        # Whether the turn recorded its end before the child's disposal settled the run
+        # depends on task order: one wording for both.
         diagnostic = "the subagent was disposed before its run ended"
+    elif stop == "aborted" and reason.get("reason") == "user":
+        diagnostic = "the subagent's turn was cancelled"
     elif stop != "completed":
         message = reason.get("message") or reason.get("reason")
         code = reason.get("code")
@@ -183,7 +187,8 @@ def provider_plugin(provider: str, *, inherits_parent_context: bool, name: str) 
 
     namespace = {
         "name": name,
-        "inject": ("subagents",),
+        # It declares a session event type as well as registering the provider.
+        "inject": ("subagents", "sessions"),
         "setup": setup,
         "__doc__": (
             f"Registers the subagent provider ``{provider}`` "
