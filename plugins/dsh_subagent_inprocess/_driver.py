@@ -8,6 +8,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
+
 from dsh import Disposer, Plugin
 from dsh_session import Session, SessionEvent, SessionHeader
 from dsh_subagent import (
@@ -138,6 +140,10 @@ async def start_in_process(
             try:
                 await child.when_idle()
             finally:
+                # Disposed mid-turn: let the turn record its end (and the partial
+                # answer) first; the same disposal is cancelling it.
+                with anyio.CancelScope(shield=True):
+                    await session.writing.idle()
                 outcome.set(result_of(session, turn, len(seed)))
 
         child.send(request.prompt)
