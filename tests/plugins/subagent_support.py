@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from dsh import Context, Disposer
-from dsh.testing import Reply, ScriptedModel
+from dsh.testing import Reply, ScriptedModel, run_turn, tool_call, tool_calls
 from dsh_agent import Agent
 from dsh_agent_core import AgentCore
 from dsh_llm import LlmRequest
@@ -157,3 +157,34 @@ def delegate_tool(root: Context) -> tuple[Delegations, Disposer]:
 def texts(request: LlmRequest) -> list[tuple[str, str]]:
     """The role and text of each message of ``request``."""
     return [(m.role, m.text) for m in request.messages]
+
+
+# -- delegating from inside a turn -----------------------------------------------------------------
+
+
+def second_turn_delegation(provider: str) -> list[Reply]:
+    """The model's replies when the parent answers turn 1 (``first``), then in turn 2
+    (``second``) calls ``delegate`` to ``provider`` with the prompt ``review``: the
+    parent's answer, the tool call, the child's answer, the parent's last answer."""
+    call = tool_call("delegate", {"provider": provider, "prompt": "review"})
+    return ["turn one answer", tool_calls(call), "child answer", "parent done"]
+
+
+async def delegate_in_second_turn(rig: Rig) -> SubagentRun:
+    """Run the parent's two turns of :func:`second_turn_delegation` (with the
+    ``delegate`` tool registered); returns the run the tool started."""
+    seen, _ = delegate_tool(rig.root)
+    assert await run_turn(rig.parent, "first") == {"kind": "completed"}
+    assert await run_turn(rig.parent, "second") == {"kind": "completed"}
+    [run] = seen.runs
+    assert seen.results[0].output == "child answer"
+    return run
+
+
+def turn_end_index(session: Session, turn: int) -> int:
+    """The position of turn ``turn``'s ``turn/end`` in ``session``'s log."""
+    return next(
+        n
+        for n, event in enumerate(session.events)
+        if event.type == "turn/end" and event.data["turn"] == turn
+    )
