@@ -15,10 +15,15 @@ import pytest
 
 from dsh.testing import Mark, Wait, run_turn, tool_call, tool_calls
 from dsh_llm import BlockStart, TextDelta
-from dsh_subagent import SubagentDepthError, SubagentRequest, delegation_depth
+from dsh_subagent import (
+    SubagentArgumentError,
+    SubagentDepthError,
+    SubagentRequest,
+    delegation_depth,
+)
 from dsh_subagent_inprocess import DESCRIPTOR_EVENT, InProcessProvider, _driver
 from dsh_system_prompt import render_prompt
-from dsh_tools import ToolRestrictionError
+from dsh_tools import ToolRestrictionError, ToolTypeError
 from tests.plugins.subagent_support import Rig, delegate_tool, subagent_runtime
 from tests.plugins.tools.tools_support import make_tool
 from tests.support import event_data, event_types
@@ -140,7 +145,25 @@ async def test_a_tool_filter_restricts_the_childs_tools(
         assert [t.name for t in assembly.tools] == ["alpha", "beta"]
 
 
-async def test_a_tool_filter_naming_unknown_tools_leaves_no_child() -> None:
+@pytest.mark.parametrize(
+    ("tool_filter", "message"),
+    [
+        (
+            {"allow": ["alpha", "nope"]},
+            'tools.restrict() names unknown global tool "nope"; known global tools: alpha',
+        ),
+        (
+            {"deny": ["nope", "gone"]},
+            'tools.restrict() names unknown global tools "nope", "gone"; known global tools: alpha',
+        ),
+        ({"allow": "alpha"}, "tools.restrict() allow= must be a list of tool names, got str"),
+        ({}, "tools.restrict() without allow= and with no names to deny is a no-op"),
+    ],
+    ids=["unknown-allowed", "unknown-denied", "not-a-list", "empty"],
+)
+async def test_a_bad_tool_filter_is_invalid_args_and_leaves_no_child(
+    tool_filter: dict[str, Any], message: str
+) -> None:
     async with subagent_runtime() as rig:
         rig.root.tools.register(make_tool("alpha"))
         before = live(rig)
@@ -148,11 +171,11 @@ async def test_a_tool_filter_naming_unknown_tools_leaves_no_child() -> None:
         pre_step = len(rig.root.events.event("agent/pre-step").listeners())
         started: list[Any] = []
         rig.root.on("subagent/start", started.append)
-        with pytest.raises(ToolRestrictionError) as caught:
-            await rig.start(tool_filter={"allow": ["alpha", "nope"]})
-        assert str(caught.value) == (
-            'tools.restrict() names unknown global tool "nope"; known global tools: alpha'
-        )
+        with pytest.raises(SubagentArgumentError) as caught:
+            await rig.start(tool_filter=tool_filter)
+        assert str(caught.value).startswith(f"invalid tool_filter: {message}")
+        assert caught.value.code == "INVALID_ARGS"
+        assert isinstance(caught.value.__cause__, ToolRestrictionError | ToolTypeError)
         assert live(rig) == before
         assert started == []
         assert len(rig.parent.ctx.fiber._effects) == effects
