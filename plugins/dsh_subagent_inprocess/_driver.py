@@ -13,7 +13,6 @@ import anyio
 from dsh import Disposer, Plugin
 from dsh_session import Session, SessionEvent, SessionHeader
 from dsh_subagent import (
-    SubagentArgumentError,
     SubagentOutcome,
     SubagentRequest,
     SubagentResult,
@@ -21,7 +20,6 @@ from dsh_subagent import (
     delegation_depth,
     stop_reason_of,
 )
-from dsh_tools import ToolRestrictionError, ToolTypeError
 
 __all__ = [
     "DESCRIPTOR_EVENT",
@@ -113,13 +111,9 @@ async def start_in_process(
     )
     try:
         if request.tool_filter is not None:
-            try:
-                child.ctx.tools.restrict(
-                    allow=request.tool_filter.get("allow"), deny=request.tool_filter.get("deny")
-                )
-            except (ToolRestrictionError, ToolTypeError) as exc:
-                # Unknown tool names, names that are not strings, nothing to filter.
-                raise SubagentArgumentError(f"invalid tool_filter: {exc}") from exc
+            child.ctx.tools.restrict(
+                allow=request.tool_filter.get("allow"), deny=request.tool_filter.get("deny")
+            )
         outcome = SubagentOutcome()
         turn = session.last_turn() + 1
 
