@@ -166,7 +166,7 @@ async def test_a_tool_filter_restricts_the_childs_tools(
     ],
     ids=["unknown-allowed", "unknown-denied", "not-a-list", "empty"],
 )
-async def test_a_tool_filter_restrict_refuses_leaves_no_child(
+async def test_a_tool_filter_naming_unknown_tools_leaves_no_child(
     tool_filter: dict[str, Any], error: type[Exception], message: str
 ) -> None:
     # tools.restrict names the problem (unknown tools, a name list that is not a list,
