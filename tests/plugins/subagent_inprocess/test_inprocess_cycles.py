@@ -29,6 +29,9 @@ def footprint(rig: Rig) -> dict[str, object]:
     }
 
 
+# Ten thousand whole agent lifetimes take tens of seconds, several times that under
+# coverage's tracer on a loaded machine: more than the suite's default per-test limit.
+@pytest.mark.timeout(900)
 async def test_no_agent_or_task_is_left_after_ten_thousand_spawn_dispose_cycles() -> None:
     async with subagent_runtime(respond=lambda request: "done") as rig:
         before = footprint(rig)
