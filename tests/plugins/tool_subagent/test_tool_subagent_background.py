@@ -216,6 +216,21 @@ async def test_the_control_tools_need_a_calling_agent() -> None:
     assert sent.code == "SUBAGENT_NOT_FOUND"
 
 
+async def test_cancelling_the_parents_turn_leaves_a_background_child_running() -> None:
+    async with subagent_rig() as rig:
+        started, waiting = anyio.Event(), anyio.Event()
+        rig.route([in_background(), [Mark(waiting), Wait(anyio.Event())]], [hanging(started)])
+        rig.main.send("go")
+        await started.wait()
+        await waiting.wait()
+        rig.main.cancel()
+        await rig.main.when_idle()
+        assert rig.main.session.turn_end(1) == {"kind": "aborted", "reason": "user"}
+        (run,) = rig.runs
+        assert run.agent.status == "running"
+        assert not run.result.done
+
+
 # -- disposal ------------------------------------------------------------------------------------
 
 
