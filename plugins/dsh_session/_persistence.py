@@ -27,10 +27,12 @@ __all__ = [
     "SESSION_ID",
     "Checked",
     "InvalidRecord",
+    "Lease",
     "LogDamage",
     "SessionCorruptError",
     "SessionDataError",
     "SessionExistsError",
+    "SessionFencedError",
     "SessionIdError",
     "SessionInUseError",
     "SessionReadError",
@@ -69,6 +71,13 @@ class SessionInUseError(SessionError):
     or changed between loading it and taking it over."""
 
     code = "SESSION_IN_USE"
+
+
+class SessionFencedError(SessionError):
+    """An append of a writer whose lease a newer attempt took over (see :class:`Lease`):
+    nothing more of the older attempt is written."""
+
+    code = "SESSION_FENCED"
 
 
 class SessionCorruptError(SessionError):
@@ -111,6 +120,45 @@ def check_session_id(session_id: object) -> str:
             "directory of the store and must not leave it)"
         )
     return session_id
+
+
+# -- leases ------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Lease:
+    """The writer lease of one attempt at a session: the epoch it holds in the store.
+
+    ``sessions.lease(id)`` takes it: the store's epoch of the session goes up by one
+    (durably), and the next writer of that session in this process (its ``create`` or
+    ``resume``) holds the new epoch. Every commit of that writer checks, atomically with
+    its write, that the store's epoch is still its own; once a newer lease exists the
+    commit writes nothing and raises :class:`SessionFencedError` (and so does every
+    later one). So two attempts never interleave in a log, even when an engine runs a
+    retry while the older attempt's worker still runs.
+    """
+
+    session_id: str
+    #: The epoch this lease holds (epochs count from 1 per session).
+    epoch: int
+    #: Whether the store held the session when the lease was taken (resume it) or not
+    #: (create it).
+    stored: bool
+    #: Why a commit of this writer was refused, once one was (it stays refused).
+    fenced: str | None = None
+
+    def check(self, current: int | None) -> None:
+        """Raise :class:`SessionFencedError` unless ``current`` (the epoch the store
+        holds now; None: the store holds none) is this lease's; a writer fenced once
+        stays fenced."""
+        if self.fenced is None and current != self.epoch:
+            self.fenced = (
+                f'session "{self.session_id}": this writer\'s lease (epoch {self.epoch}) '
+                f"is no longer the store's (epoch {current}): a newer attempt took the "
+                "session over, and nothing more of this attempt is written"
+            )
+        if self.fenced is not None:
+            raise SessionFencedError(self.fenced)
 
 
 # -- checking records ----------------------------------------------------------------------

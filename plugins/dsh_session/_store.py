@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from dsh import Context, Disposer, Service, hookspec
 
+from ._persistence import Lease, SessionInUseError, check_session_id
 from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionError, SessionEvent, SessionHeader
 
 __all__ = ["SessionSpecs", "Sessions", "StoredSession"]
@@ -68,6 +69,18 @@ class SessionSpecs:
         """Serial: a persistence backend returns ``(header, events)`` of a stored
         session (a :class:`SessionHeader` and a list of :class:`SessionEvent`), or None
         when it has no such session."""
+
+    @hookspec
+    def session_lease(self, session_id: str) -> Any:
+        """Serial: a persistence backend raises the stored epoch of ``session_id`` by
+        one and returns the :class:`Lease` its next writer in this process holds (see
+        :meth:`Sessions.lease`), or None when it does not take leases."""
+
+    @hookspec
+    def session_snapshot(self, session_id: str) -> Any:
+        """Serial: a persistence backend returns ``(header, events)`` of the stored
+        session as committed now, read without a lock and writing nothing (a damaged
+        tail left out), or None when it has no such session."""
 
 
 class Sessions(Service):
@@ -211,6 +224,50 @@ class Sessions(Service):
             leave()  # the session leaves the store again: a retry can load it afresh
             raise
         return session
+
+    async def lease(self, session_id: str) -> Lease:
+        """Take the writer lease of session ``session_id`` (stored or not yet) for the
+        next writer of it in this process, through ``session/lease``.
+
+        The store's epoch of the session goes up by one, so a writer holding an older
+        lease (an earlier attempt, in any process) is fenced off: its next commit
+        raises :class:`SessionFencedError` and writes nothing. Then create the session
+        (``Lease.stored`` false) or load it (true) here: that writer holds the new
+        epoch and checks it at every commit. Raises :class:`SessionIdError` for a bad
+        id, :class:`SessionInUseError` when the session is live in this store, and
+        :class:`SessionError` when no persistence backend takes leases.
+        """
+        check_session_id(session_id)
+        if session_id in self._live:
+            raise SessionInUseError(f'session "{session_id}" is live in this process')
+        lease = await self.home_ctx.serial("session/lease", session_id)
+        if lease is None:
+            raise SessionError(
+                f'no session persistence plugin takes a lease of "{session_id}" (load '
+                "session-jsonl or session-sqlite)"
+            )
+        if not isinstance(lease, Lease) or lease.session_id != session_id:
+            raise SessionError(f'a session/lease listener answered "{session_id}" with {lease!r}')
+        return lease
+
+    async def snapshot(self, session_id: str) -> Session | None:
+        """The stored session ``session_id`` as committed now, through
+        ``session/snapshot``: a copy outside the store, read without a lock and writing
+        nothing, so a session another process is writing can be read (a damaged tail
+        is left out, a turn left open stays open). None when it is not stored.
+
+        Raises :class:`SessionError` when the answer's header is not a
+        :class:`SessionHeader` for that id.
+        """
+        stored = await self.home_ctx.serial("session/snapshot", session_id)
+        if stored is None:
+            return None
+        header, events = stored
+        if not isinstance(header, SessionHeader) or header.id != session_id:
+            raise SessionError(
+                f'a session/snapshot listener answered "{session_id}" with the header {header!r}'
+            )
+        return Session(header, list(events))
 
     def stored(self) -> list[StoredSession]:
         """Every session the persistence backends store, most recent first."""

@@ -16,7 +16,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh_session import EVENT_TYPES, SessionEvent, SessionHeader
+from dsh_session import EVENT_TYPES, SessionEvent, SessionFencedError, SessionHeader
 
 from ._errors import (
     SessionDataError,
@@ -26,6 +26,7 @@ from ._errors import (
     SessionWriteError,
 )
 from ._format import DURABLE_EVENTS, FILE_NAME, encode, encode_header, parse_log
+from ._lease import LeaseFile
 
 __all__ = [
     "Loaded",
@@ -33,6 +34,7 @@ __all__ = [
     "attach",
     "load_session",
     "read_locked",
+    "read_snapshot",
     "reopen",
     "sweep_stale",
 ]
@@ -61,10 +63,12 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _lock(fd: int, path: Path) -> None:
-    """Hold ``path`` for this descriptor (advisory, released when it is closed)."""
+def _lock(fd: int, path: Path, shared: bool = False) -> None:
+    """Hold ``path`` for this descriptor (advisory, released when it is closed):
+    exclusively, or ``shared`` with the other leased writers (whose lease file orders
+    their commits; see ``_lease.py``)."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         raise SessionInUseError(
@@ -72,7 +76,7 @@ def _lock(fd: int, path: Path) -> None:
         ) from None
 
 
-def _open_locked(path: Path) -> int | None:
+def _open_locked(path: Path, shared: bool = False) -> int | None:
     """Open ``path`` for appending and lock it; None when it does not exist."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -80,16 +84,16 @@ def _open_locked(path: Path) -> int | None:
         return None
     except OSError as exc:
         raise SessionReadError(f"cannot open session file {path}: {exc}") from exc
-    _lock(fd, path)
+    _lock(fd, path, shared)
     return fd
 
 
-def read_locked(path: Path) -> tuple[int, bytes] | None:
+def read_locked(path: Path, shared: bool = False) -> tuple[int, bytes] | None:
     """Open and lock ``path`` and read it all; None when it does not exist.
 
     The caller owns the returned descriptor (and so the lock).
     """
-    fd = _open_locked(path)
+    fd = _open_locked(path, shared)
     if fd is None:
         return None
     chunks: list[bytes] = []
@@ -123,16 +127,22 @@ class Loaded:
 
 
 def load_session(
-    directory: Path, session_id: str, *, fsync: bool, known: AbstractSet[str] = EVENT_TYPES
+    directory: Path,
+    session_id: str,
+    *,
+    fsync: bool,
+    known: AbstractSet[str] = EVENT_TYPES,
+    shared: bool = False,
 ) -> Loaded | None:
     """Load ``<directory>/session.jsonl``: parse it and cut a damaged tail (durably,
-    with ``fsync``). None when absent.
+    with ``fsync``). None when absent. ``shared``: for a leased writer (which took its
+    lease first, so an older attempt writes nothing more).
 
     Nothing else is written: a turn a crash left open is closed by the store when it
     enters the session, and its closing records reach the file as ``session/event``s.
     """
     path = directory / FILE_NAME
-    opened = read_locked(path)
+    opened = read_locked(path, shared)
     if opened is None:
         return None
     fd, raw = opened
@@ -145,6 +155,22 @@ def load_session(
     return Loaded(parsed.header, parsed.events, parsed.length, parsed.notes)
 
 
+def read_snapshot(
+    directory: Path, session_id: str, known: AbstractSet[str] = EVENT_TYPES
+) -> tuple[SessionHeader, list[SessionEvent]] | None:
+    """``<directory>/session.jsonl`` as written now, read without a lock and changing
+    nothing (a damaged or half-written tail left out); None when absent."""
+    path = directory / FILE_NAME
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SessionReadError(f"cannot read session file {path}: {exc}") from exc
+    parsed = parse_log(raw, str(path), session_id, known)
+    return parsed.header, parsed.events
+
+
 class SessionLog:
     """The file of one live session.
 
@@ -153,6 +179,10 @@ class SessionLog:
     by the first write (header first, published by a hard link so it never exists
     without its header). A failed write cuts the file back to its last good length and
     keeps the records buffered, so the next commit writes them again without a gap.
+
+    With ``lease`` (the lease file of a lease this process took) every write happens
+    under the lease's lock once its epoch is checked (``LeaseFile.guard``), and the
+    file is held shared with the other leased writers.
     """
 
     def __init__(
@@ -163,6 +193,7 @@ class SessionLog:
         fsync: bool,
         fd: int | None = None,
         length: int = 0,
+        lease: LeaseFile | None = None,
     ) -> None:
         self.directory = directory
         self.path = directory / FILE_NAME
@@ -181,6 +212,7 @@ class SessionLog:
         self._dirty = False  # a rollback failed: the file may be longer than _length
         self._unsynced_dirs: list[Path] = []
         self._broken: str | None = None
+        self.lease = lease
 
     def __repr__(self) -> str:
         return f"<SessionLog {self.path} ({self._length} bytes, {len(self._pending)} pending)>"
@@ -220,6 +252,13 @@ class SessionLog:
             self._sync_dirs()
         if not self._pending:
             return
+        if self.lease is None:
+            self._write_pending()
+            return
+        with self.lease.guard():
+            self._write_pending()
+
+    def _write_pending(self) -> None:
         data = b"".join(self._pending)
         if self._fd is None:
             self._create(data)
@@ -270,7 +309,9 @@ class SessionLog:
         except OSError as exc:
             raise SessionWriteError(f"cannot create session file {self.path}: {exc}") from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: never contended
+            # A new file: never contended (shared: it is a leased writer's).
+            shared = self.lease is not None
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             _write_all(fd, blob)
             if self.fsync:
                 os.fsync(fd)
@@ -312,24 +353,36 @@ class SessionLog:
             self.flush()
         except (SessionWriteError, SessionExistsError) as exc:
             _log.error("session %r: records lost when closing: %s", self.header.id, exc)
+        except SessionFencedError as exc:
+            _log.warning("%s (%d buffered record(s) dropped)", exc, len(self._pending))
         finally:
             if self._fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(self._fd)
                 self._fd = None
+            if self.lease is not None:
+                self.lease.close()
 
 
-def reopen(directory: Path, header: SessionHeader, length: int, *, fsync: bool) -> SessionLog:
-    """The log of a session :func:`load_session` just loaded (``length`` bytes long)."""
+def reopen(
+    directory: Path,
+    header: SessionHeader,
+    length: int,
+    *,
+    fsync: bool,
+    lease: LeaseFile | None = None,
+) -> SessionLog:
+    """The log of a session :func:`load_session` just loaded (``length`` bytes long),
+    held by the writer of ``lease`` when given."""
     path = directory / FILE_NAME
-    fd = _open_locked(path)
+    fd = _open_locked(path, shared=lease is not None)
     if fd is None or os.fstat(fd).st_size != length:
         if fd is not None:
             os.close(fd)
         raise SessionInUseError(
             f"session file {path} changed after it was loaded (another process wrote it?)"
         )
-    return SessionLog(directory, header, fsync=fsync, fd=fd, length=length)
+    return SessionLog(directory, header, fsync=fsync, fd=fd, length=length, lease=lease)
 
 
 def attach(

@@ -12,12 +12,13 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh import Context, Plugin
-from dsh_session import Session, SessionEvent, SessionHeader, StoredSession
+from dsh_session import Lease, Session, SessionEvent, SessionHeader, StoredSession
 
 from ._errors import SessionExistsError, SessionInUseError
 from ._format import FILE_NAME, check_session_id
+from ._lease import LeaseFile
 from ._listing import SessionSummary, list_sessions
-from ._log import SessionLog, attach, load_session, reopen, sweep_stale
+from ._log import SessionLog, attach, load_session, read_snapshot, reopen, sweep_stale
 
 __all__ = ["JsonlSessions", "JsonlSessionsConfig"]
 
@@ -54,6 +55,8 @@ class JsonlSessions(Plugin):
         self._logs: dict[str, SessionLog] = {}
         # Sessions loaded by ``session/open`` that the store has not adopted yet.
         self._loaded: dict[str, tuple[SessionHeader, int]] = {}
+        # Leases taken for the next writer of a session (consumed when it goes live).
+        self._leases: dict[str, LeaseFile] = {}
 
     def setup(self) -> Iterator[Callable[[], object]]:
         for path in sweep_stale(self.root, time.time()):
@@ -64,6 +67,8 @@ class JsonlSessions(Plugin):
         yield ctx.on("session/disposed", self._disposed)
         yield ctx.on("session/open", self._open)
         yield ctx.on("session/list", self._stored)
+        yield ctx.on("session/lease", self._lease)
+        yield ctx.on("session/snapshot", self._snapshot)
         # Undone first, while the listeners above still write: see `_close_all`.
         yield self._close_all
         # Sessions that went live before this plugin started (or while it restarted).
@@ -85,17 +90,29 @@ class JsonlSessions(Plugin):
 
     def _created(self, session: Session) -> None:
         directory = self._directory(session.id)
+        lease = self._leases.pop(session.id, None)
+        try:
+            self._go_live(session, directory, lease)
+        except BaseException:
+            if lease is not None and session.id not in self._logs:
+                lease.close()
+            raise
+
+    def _go_live(self, session: Session, directory: Path, lease: LeaseFile | None) -> None:
         loaded = self._loaded.pop(session.id, None)
         if loaded is not None and loaded[0] is session.header:
-            self._logs[session.id] = reopen(directory, session.header, loaded[1], fsync=self._fsync)
+            self._logs[session.id] = reopen(
+                directory, session.header, loaded[1], fsync=self._fsync, lease=lease
+            )
             return
         if (directory / FILE_NAME).exists():
             raise SessionExistsError(
                 f'session "{session.id}" is already stored in {directory} '
                 "(resume it with sessions.resume, or choose another id)"
             )
-        self._logs[session.id] = SessionLog(directory, session.header, fsync=self._fsync)
-        self._logs[session.id].add(session.events)
+        log = SessionLog(directory, session.header, fsync=self._fsync, lease=lease)
+        self._logs[session.id] = log
+        log.add(session.events)
 
     def _event(self, session: Session, event: SessionEvent) -> None:
         log = self._logs.get(session.id)
@@ -130,6 +147,7 @@ class JsonlSessions(Plugin):
             session_id,
             fsync=self._fsync,
             known=self.ctx.sessions.event_types(),
+            shared=session_id in self._leases,
         )
         loaded = await anyio.to_thread.run_sync(load)
         if loaded is None:
@@ -141,6 +159,26 @@ class JsonlSessions(Plugin):
 
     def _stored(self, found: list[StoredSession]) -> None:
         found.extend(self.list_sessions())
+
+    async def _lease(self, session_id: str) -> Lease:
+        file = LeaseFile(self._directory(session_id), session_id, fsync=self._fsync)
+        try:
+            # It may wait for a commit of the writer it fences (another process's).
+            lease = await anyio.to_thread.run_sync(file.take)
+        except BaseException:
+            file.close()
+            raise
+        previous = self._leases.pop(session_id, None)
+        if previous is not None:
+            previous.close()
+        self._leases[session_id] = file
+        return lease
+
+    async def _snapshot(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]] | None:
+        read = functools.partial(
+            read_snapshot, self._directory(session_id), session_id, self.ctx.sessions.event_types()
+        )
+        return await anyio.to_thread.run_sync(read)
 
     def _close_all(self) -> Awaitable[None] | None:
         """Close every file, once no turn is being written to a session it holds.
@@ -167,6 +205,9 @@ class JsonlSessions(Plugin):
         self._loaded.clear()
         for log in logs:
             log.close()
+        for lease in self._leases.values():
+            lease.close()
+        self._leases.clear()
 
     def __repr__(self) -> str:
         return f"<JsonlSessions {self.root} ({len(self._logs)} open)>"

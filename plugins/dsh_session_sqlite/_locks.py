@@ -5,6 +5,11 @@ the lock is per session, not per database: ``<database>-locks/<session id>``. Th
 kernel drops it when its holder dies, so a crash leaves nothing to clean up but an
 unlocked file, which the next holder takes over. Whoever holds the lock removes the
 file when letting go; a taker checks it locked the file that is still at the path.
+
+Leased writers (``sessions.lease``) hold the lock shared with each other: their lease
+epoch, checked in every commit's transaction, orders them; a plain writer's exclusive
+lock still keeps them out, and theirs keeps it out. The last shared holder to let go
+(the one that can turn its lock exclusive) removes the file.
 """
 
 from __future__ import annotations
@@ -31,15 +36,17 @@ def locks_of(database: Path) -> Path:
 class SessionLock:
     """The held lock of one session (see the module docstring)."""
 
-    __slots__ = ("_fd", "path")
+    __slots__ = ("_fd", "path", "shared")
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, shared: bool = False) -> None:
         self.path = path
         self._fd: int | None = fd
+        self.shared = shared
 
     @classmethod
-    def take(cls, directory: Path, session_id: str) -> SessionLock:
-        """Lock session ``session_id`` (an id already checked to be a plain name).
+    def take(cls, directory: Path, session_id: str, shared: bool = False) -> SessionLock:
+        """Lock session ``session_id`` (an id already checked to be a plain name),
+        exclusively or ``shared`` (a leased writer).
 
         Raises :class:`SessionInUseError` when a live session holds it (in this
         process or another), :class:`SessionWriteError` when the lock file cannot be
@@ -55,7 +62,7 @@ class SessionLock:
             except OSError as exc:
                 raise SessionWriteError(f"cannot make the lock file {path}: {exc}") from exc
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 raise SessionInUseError(
@@ -71,7 +78,7 @@ class SessionLock:
                 held.st_dev,
                 held.st_ino,
             ):
-                return cls(path, fd)
+                return cls(path, fd, shared)
             os.close(fd)  # its holder removed it meanwhile: take the one at the path now
 
     @property
@@ -79,13 +86,21 @@ class SessionLock:
         return self._fd is not None
 
     def release(self) -> None:
-        """Remove the lock file and let go of it (idempotent)."""
-        if self._fd is None:
+        """Remove the lock file and let go of it (idempotent); a shared holder removes
+        it only when no other holder is left."""
+        fd = self._fd
+        if fd is None:
             return
+        self._fd = None
+        if self.shared:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)  # another leased writer still holds it
+                return
         with contextlib.suppress(OSError):
             os.unlink(self.path)
-        os.close(self._fd)
-        self._fd = None
+        os.close(fd)
 
     def __repr__(self) -> str:
         return f"<SessionLock {self.path} ({'held' if self.held else 'released'})>"

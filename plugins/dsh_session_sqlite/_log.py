@@ -19,11 +19,13 @@ from typing import Any
 from dsh_session import (
     DURABLE_EVENTS,
     EVENT_TYPES,
+    Lease,
     LogDamage,
     SessionCorruptError,
     SessionDataError,
     SessionEvent,
     SessionExistsError,
+    SessionFencedError,
     SessionHeader,
     SessionInUseError,
     SessionReadError,
@@ -33,6 +35,7 @@ from dsh_session import (
 
 from ._db import decode_event, encode_json, header_of, prepare, reader, transaction
 from ._errors import SessionDatabaseError
+from ._lease import current_epoch
 from ._locks import SessionLock, locks_of
 
 __all__ = ["Database", "Loaded", "SqliteLog", "adopt", "attach", "load_session", "read_rows"]
@@ -172,10 +175,12 @@ def load_session(
     fsync: bool = True,
     busy_ms: int = 5000,
     known: AbstractSet[str] = EVENT_TYPES,
+    shared: bool = False,
 ) -> Loaded | None:
     """Load session ``session_id`` from the database at ``path`` under its lock, on a
     connection of its own (it runs in a worker thread), and cut a damaged tail. None
-    when the database or the session does not exist.
+    when the database or the session does not exist. ``shared``: for a leased writer
+    (which took its lease first, so an older attempt writes nothing more).
 
     Raises :class:`SessionInUseError` when a live session holds it. Nothing else is
     written: a turn a crash left open is closed by the store when it enters the
@@ -183,7 +188,7 @@ def load_session(
     """
     if not path.exists():
         return None
-    lock = SessionLock.take(locks_of(path), session_id)
+    lock = SessionLock.take(locks_of(path), session_id, shared)
     try:
         connection = reader(path, fsync=fsync, busy_ms=busy_ms)
         try:
@@ -205,6 +210,10 @@ class SqliteLog:
     own row is written by its first commit (after taking its lock). A failed
     transaction is rolled back and the records stay buffered, so the next commit
     writes them again without a gap.
+
+    With ``lease`` (a lease this process took) each commit's transaction first checks
+    that the stored epoch is still the lease's, and the session's lock is held shared
+    with the other leased writers.
     """
 
     def __init__(
@@ -215,6 +224,7 @@ class SqliteLog:
         key: int | None = None,
         stored: int = 0,
         lock: SessionLock | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.db = db
         self.header = header
@@ -230,6 +240,7 @@ class SqliteLog:
         self._lock = lock
         self._pending: list[_Row] = []
         self._broken: str | None = None
+        self.lease = lease
 
     def __repr__(self) -> str:
         return (
@@ -271,6 +282,9 @@ class SqliteLog:
         if not self._pending:
             return
         header = self.header
+        lease = self.lease
+        if lease is not None and lease.fenced is not None:  # fenced for good: no I/O
+            lease.check(None)
         try:
             connection = self.db.open(create=True)
         except SessionDatabaseError as exc:
@@ -279,7 +293,7 @@ class SqliteLog:
         lock = self._lock
         if lock is None:
             try:
-                lock = SessionLock.take(self.db.locks, header.id)
+                lock = SessionLock.take(self.db.locks, header.id, lease is not None)
             except SessionInUseError:
                 raise SessionExistsError(
                     f'session "{header.id}" already exists: it is live in another process '
@@ -289,6 +303,8 @@ class SqliteLog:
         key = self._key
         try:
             with transaction(connection):
+                if lease is not None:
+                    lease.check(current_epoch(connection, header.id))
                 if key is None:
                     key = self._insert_header(connection)
                 connection.executemany(
@@ -330,6 +346,8 @@ class SqliteLog:
             self.flush()
         except (SessionWriteError, SessionExistsError) as exc:
             _log.error("session %r: records lost when closing: %s", self.header.id, exc)
+        except SessionFencedError as exc:
+            _log.warning("%s (%d buffered record(s) dropped)", exc, len(self._pending))
         finally:
             if self._lock is not None:
                 self._lock.release()
@@ -372,11 +390,13 @@ def attach(
     return log, events[count:], loaded.notes
 
 
-def adopt(db: Database, header: SessionHeader, key: int, count: int) -> SqliteLog:
+def adopt(
+    db: Database, header: SessionHeader, key: int, count: int, lease: Lease | None = None
+) -> SqliteLog:
     """The log of a session :func:`load_session` loaded (``count`` events, row
-    ``key``), now entering the store: lock it again and check nobody wrote it since
-    (else :class:`SessionInUseError`)."""
-    lock = SessionLock.take(db.locks, header.id)
+    ``key``), now entering the store (held by the writer of ``lease`` when given): lock
+    it again and check nobody wrote it since (else :class:`SessionInUseError`)."""
+    lock = SessionLock.take(db.locks, header.id, lease is not None)
     try:
         found = db.head(header.id)
         if found != (key, header.created_at, count - 1 if count else None):
@@ -387,4 +407,4 @@ def adopt(db: Database, header: SessionHeader, key: int, count: int) -> SqliteLo
     except BaseException:
         lock.release()
         raise
-    return SqliteLog(db, header, key=key, stored=count, lock=lock)
+    return SqliteLog(db, header, key=key, stored=count, lock=lock, lease=lease)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dsh import Context, Plugin
 from dsh_session import (
+    Lease,
     Session,
     SessionEvent,
     SessionExistsError,
@@ -22,7 +23,8 @@ from dsh_session import (
     check_session_id,
 )
 
-from ._listing import list_sessions
+from ._lease import take_lease
+from ._listing import list_sessions, read_session
 from ._log import Database, SqliteLog, adopt, attach, load_session
 
 __all__ = ["SqliteSessions", "SqliteSessionsConfig"]
@@ -63,6 +65,8 @@ class SqliteSessions(Plugin):
         # Sessions loaded by ``session/open`` that the store has not adopted yet:
         # their header, row key and number of events.
         self._loaded: dict[str, tuple[SessionHeader, int, int]] = {}
+        # Leases taken for the next writer of a session (consumed when it goes live).
+        self._leases: dict[str, Lease] = {}
 
     def setup(self) -> Iterator[Callable[[], object]]:
         # An existing file is opened and checked now: a damaged, foreign or locked
@@ -75,6 +79,8 @@ class SqliteSessions(Plugin):
         yield ctx.on("session/disposed", self._disposed)
         yield ctx.on("session/open", self._open)
         yield ctx.on("session/list", self._stored)
+        yield ctx.on("session/lease", self._lease)
+        yield ctx.on("session/snapshot", self._snapshot)
         # Undone first, while the listeners above still write: see `_close_all`.
         yield self._close_all
         # Sessions that went live before this plugin started (or while it restarted).
@@ -93,16 +99,17 @@ class SqliteSessions(Plugin):
 
     def _created(self, session: Session) -> None:
         session_id = check_session_id(session.id)
+        lease = self._leases.pop(session_id, None)
         loaded = self._loaded.pop(session_id, None)
         if loaded is not None and loaded[0] is session.header:
-            self._logs[session_id] = adopt(self._db, session.header, loaded[1], loaded[2])
+            self._logs[session_id] = adopt(self._db, session.header, loaded[1], loaded[2], lease)
             return
         if self._db.stored(session_id):
             raise SessionExistsError(
                 f'session "{session_id}" is already stored in {self.path} '
                 "(resume it with sessions.resume, or choose another id)"
             )
-        log = SqliteLog(self._db, session.header)
+        log = SqliteLog(self._db, session.header, lease=lease)
         self._logs[session_id] = log
         log.add(session.events)
 
@@ -139,6 +146,7 @@ class SqliteSessions(Plugin):
             fsync=self._db.fsync,
             busy_ms=self._db.busy_ms,
             known=self.ctx.sessions.event_types(),
+            shared=session_id in self._leases,
         )
         loaded = await anyio.to_thread.run_sync(load)
         if loaded is None:
@@ -150,6 +158,25 @@ class SqliteSessions(Plugin):
 
     def _stored(self, found: list[StoredSession]) -> None:
         found.extend(self.list_sessions())
+
+    async def _lease(self, session_id: str) -> Lease:
+        check_session_id(session_id)
+        take = functools.partial(
+            take_lease, self.path, session_id, fsync=self._db.fsync, busy_ms=self._db.busy_ms
+        )
+        lease = await anyio.to_thread.run_sync(take)
+        self._leases[session_id] = lease
+        return lease
+
+    async def _snapshot(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]] | None:
+        read = functools.partial(
+            read_session,
+            self.path,
+            session_id,
+            known=self.ctx.sessions.event_types(),
+            busy_ms=self._db.busy_ms,
+        )
+        return await anyio.to_thread.run_sync(read)
 
     def _close_all(self) -> Awaitable[None] | None:
         """Commit and let go of every session, once no turn is being written to a
@@ -170,6 +197,7 @@ class SqliteSessions(Plugin):
         logs = list(self._logs.values())
         self._logs.clear()
         self._loaded.clear()
+        self._leases.clear()
         for log in logs:
             log.close()
 
