@@ -553,3 +553,32 @@ def test_dsh_sessions_lists_and_resumes_from_sqlite(
     assert capsys.readouterr().out == "The echo tool returned: two\n"
     assert cli.main(["sessions", str(path)]) == 0
     assert "  2 turns  agent main" in capsys.readouterr().out
+
+
+# -- leases ------------------------------------------------------------------------------
+
+
+async def test_the_first_lease_adds_the_leases_table_and_keeps_the_schema_version(
+    store: SqliteStore,
+) -> None:
+    store.store("old", list(events_of(lambda s: turn(s, 1))))  # written before leases
+    async with store.runtime() as (_, sessions, _):
+        lease = await sessions.lease("old")
+        assert (lease.epoch, lease.stored) == (1, True)
+    connection = store.connect()
+    try:
+        assert connection.execute("SELECT id, epoch FROM leases").fetchall() == [("old", 1)]
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        connection.close()
+
+
+async def test_a_lease_in_a_database_with_a_foreign_leases_table_fails(
+    store: SqliteStore,
+) -> None:
+    connection = store.connect()
+    connection.execute("CREATE TABLE leases (id TEXT, epoch INTEGER)")
+    connection.close()
+    async with store.runtime() as (_, sessions, _):
+        with pytest.raises(SessionWriteError, match='cannot take the lease of session "s"'):
+            await sessions.lease("s")
