@@ -113,9 +113,14 @@ def read_rows(
     note says what was wrong). None when it is not stored."""
     try:
         with transaction(connection, "BEGIN"):
-            found = connection.execute(
-                "SELECT key, id, created_at, cwd, meta FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            # An empty file: its creator has not given it the schema yet (nothing stored).
+            empty = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+            found = None
+            if not empty:
+                found = connection.execute(
+                    "SELECT key, id, created_at, cwd, meta FROM sessions WHERE id = ?",
+                    (session_id,),
+                ).fetchone()
             rows: list[tuple[Any, ...]] = []
             if found is not None:
                 rows = connection.execute(

@@ -582,3 +582,13 @@ async def test_a_lease_in_a_database_with_a_foreign_leases_table_fails(
     async with store.runtime() as (_, sessions, _):
         with pytest.raises(SessionWriteError, match='cannot take the lease of session "s"'):
             await sessions.lease("s")
+
+
+async def test_a_database_file_not_yet_given_its_schema_holds_no_session(
+    store: SqliteStore,
+) -> None:
+    # What another process sees between making the file and committing the schema.
+    store.path.parent.mkdir()
+    store.path.touch()
+    assert read_session(store.path, "s") is None
+    assert load_session(store.path, "s") is None
