@@ -1,0 +1,153 @@
+"""The ray engine on a real local cluster (one for the session, loopback only): many
+tasks on 2 workers, a worker killed mid-session, a second driver joining with
+``--address``, and every listener of the cluster on the loopback address.
+
+Asyncio only: the driver awaits Ray's object refs, which Ray resolves on asyncio (it
+has no trio integration), and the workers run their sessions on anyio's asyncio
+backend whatever the driver runs on.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+import ray
+
+from dsh.testing import capture_logs
+from dsh_fleet import ATTEMPT_EVENT, EngineOptions, Fleet, TaskResult
+from dsh_session import Session
+from tests.plugins.fleet.fleet_support import (
+    answer_tasks,
+    block,
+    blocked_pid,
+    ends,
+    fleet_deployment,
+    lines,
+    loaded,
+    types_of,
+    write_tasks,
+)
+from tests.plugins.fleet_ray.ray_support import descendants, listeners
+from tests.support import run_dsh
+
+pytestmark = pytest.mark.anyio
+
+RAY = "- {id: ray, name: fleet-ray, config: {workers: 2, max_retries: 2}}"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # see the module docstring
+
+
+def on_ray(fleet: Fleet, path: Path, concurrency: int = 8) -> object:
+    return fleet.engine("ray", EngineOptions(path, concurrency))
+
+
+async def snapshot(fleet: Fleet, session_id: str) -> Session:
+    stored: Session | None = await fleet.ctx.sessions.snapshot(session_id)
+    assert stored is not None
+    return stored
+
+
+async def test_fifty_tasks_complete_on_two_workers(tmp_path: Path, ray_cluster: str) -> None:
+    path = fleet_deployment(tmp_path, extra=RAY)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", answer_tasks(50))
+    async with loaded(path) as (root, fleet):
+        jobs = fleet.plan(fleet.read_tasks(tasks), path)
+        arrived: list[TaskResult] = []
+        results = await fleet.run(jobs, on_ray(fleet, path), on_result=arrived.append)  # type: ignore[arg-type]
+        assert len(arrived) == 50
+        assert [(r.task, r.output, r.stop_reason) for r in results] == [
+            (f"t{n}", f"answer: answer {n}", "completed") for n in range(1, 51)
+        ]
+        assert sorted(s.id for s in root.sessions.stored()) == sorted(j.session for j in jobs)
+        for job in jobs[:5]:
+            session = await snapshot(fleet, job.session)
+            assert ends(session) == ["completed"]
+            assert types_of(session).count(ATTEMPT_EVENT) == 1
+
+
+async def test_a_worker_killed_mid_session_is_retried_and_the_session_resumed(
+    tmp_path: Path, ray_cluster: str
+) -> None:
+    path = fleet_deployment(tmp_path, extra=RAY)
+    block(tmp_path / "control", "b")
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl", [{"id": "blocked", "prompt": "block b"}, *answer_tasks(3)]
+    )
+    async with loaded(path) as (_, fleet):
+        jobs = fleet.plan(fleet.read_tasks(tasks), path)
+        finished = anyio.Event()
+        results: list[TaskResult] = []
+
+        async def run() -> None:
+            results.extend(await fleet.run(jobs, on_ray(fleet, path)))  # type: ignore[arg-type]
+            finished.set()
+
+        with capture_logs("dsh.fleet-ray", logging.WARNING) as logs:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                pid = await blocked_pid(tmp_path / "control" / "fifo", finished)
+                assert pid is not None
+                assert pid != os.getpid()  # a worker process
+                os.kill(pid, signal.SIGKILL)
+        assert [(r.task, r.output) for r in results] == [
+            ("blocked", "resumed"),
+            *[(f"t{n}", f"answer: answer {n}") for n in (1, 2, 3)],
+        ]
+        assert any("its worker died" in m for m in logs.messages())
+        session = await snapshot(fleet, jobs[0].session)
+    kinds = types_of(session)
+    epochs = [session.events[i].data["epoch"] for i, k in enumerate(kinds) if k == ATTEMPT_EVENT]
+    assert epochs == [1, 2]
+    assert ends(session) == ["interrupted", "completed"]
+    # One record of each: the tool call ran once, its result was kept, nothing repeated.
+    assert kinds.count("tool/call") == kinds.count("tool/result") == 1
+    assert [e.seq for e in session.events] == list(range(len(session.events)))
+    second = kinds.index(ATTEMPT_EVENT, 1)
+    assert kinds[second + 1] == "turn/end"  # the new attempt closed the old turn first
+    assert all(e.data["turn"] == 2 for e in session.events[second + 2 :])
+
+
+async def test_a_second_driver_joins_with_address(tmp_path: Path, ray_cluster: str) -> None:
+    path = fleet_deployment(tmp_path, extra=RAY)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", answer_tasks(1))
+    async with loaded(path) as (_, fleet):
+        await fleet.run(
+            fleet.plan(fleet.read_tasks(tasks), path), fleet.engine("local", EngineOptions(path, 1))
+        )
+    write_tasks(tasks, answer_tasks(4))
+    args = ("fleet", "run", str(path), str(tasks), "--engine", "ray", "--address", ray_cluster)
+    joined = await anyio.to_thread.run_sync(lambda: run_dsh(*args))
+    assert joined.returncode == 0, joined.stderr
+    results = lines(joined.stdout)
+    assert (results[0]["task"], results[0]["stop_reason"]) == ("t1", "completed")
+    assert sorted(r["task"] for r in results) == ["t1", "t2", "t3", "t4"]
+    assert "fleet: 4 tasks: 4 done (1 skipped as finished)" in joined.stderr
+    # The cluster this process started is still up: the joining driver only left it.
+    assert ray.is_initialized()
+    assert ray.cluster_resources()["CPU"] == 2.0  # type: ignore[no-untyped-call]
+
+
+def test_every_listener_of_the_cluster_is_on_the_loopback_address(ray_cluster: str) -> None:
+    @ray.remote
+    def ping() -> int:
+        return os.getpid()
+
+    worker = ray.get(ping.remote())
+    cluster = descendants(os.getpid())
+    assert worker in cluster
+    found = listeners(cluster)
+    assert found, "the cluster listens somewhere"
+    for pid, addresses in found.items():
+        for address in addresses:
+            host = ipaddress.ip_address(address.rsplit(":", 1)[0])
+            mapped = getattr(host, "ipv4_mapped", None)
+            assert host.is_loopback or (mapped is not None and mapped.is_loopback), (pid, address)

@@ -1,0 +1,209 @@
+"""fleet-ray without a cluster: the worker (what each Ray actor runs) used as a plain
+object, the engine's placement and retries over fake workers, the cluster helpers, the
+plugin."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import ray
+
+from dsh import Context, PluginLoadError, load_deployment
+from dsh_fleet import EngineOptions, FleetError, Job, TaskResult
+from dsh_fleet_ray import (
+    LOOPBACK_ENV,
+    FleetRay,
+    FleetRayConfig,
+    FleetWorker,
+    RayEngine,
+    connected,
+    is_loopback,
+    load_ray,
+)
+from dsh_fleet_ray._engine import _Pool
+from tests.plugins.fleet.fleet_support import fleet_deployment, loaded
+from tests.support import HELLO
+
+pytestmark = pytest.mark.anyio
+
+RAY_ENTRY = "- {id: ray, name: fleet-ray, config: {workers: 2}}"
+
+
+def job_of(path: Path, task: str, prompt: str) -> Job:
+    return Job(task, f"{task}-session", prompt, "fleet-mock", str(path.parent))
+
+
+async def test_a_worker_loads_the_deployment_once_and_runs_jobs(tmp_path: Path) -> None:
+    path = fleet_deployment(tmp_path, extra=RAY_ENTRY)
+    here = os.getcwd()
+    worker = await anyio.to_thread.run_sync(FleetWorker, str(path), here)
+    try:
+        jobs = [job_of(path, f"t{n}", f"answer {n}").to_json() for n in range(3)]
+        async with anyio.create_task_group() as tg:
+            results: list[dict[str, Any]] = []
+
+            async def run(job: dict[str, Any]) -> None:
+                results.append(await anyio.to_thread.run_sync(worker.run, job))
+
+            for job in jobs:
+                tg.start_soon(run, job)
+        assert sorted(r["output"] for r in results) == [f"answer: answer {n}" for n in range(3)]
+        held = await anyio.to_thread.run_sync(worker.run, {**jobs[0], "session": "../x"})
+        assert held["error"].startswith("SessionIdError: invalid session id '../x'")
+        info = worker.info()
+        assert info["pid"] == os.getpid()
+        assert info["max_rss"] > 1 << 20
+    finally:
+        worker.close()
+        worker.close()
+    assert os.getcwd() == here
+    # What it stored is the store's: another process (here, a fresh root) reads it.
+    async with loaded(path) as (root, _):
+        assert len(root.sessions.stored()) == 3
+
+
+async def test_a_worker_needs_a_deployment_with_a_fleet(tmp_path: Path) -> None:
+    with pytest.raises(FleetError, match="the deployment has no fleet plugin"):
+        await anyio.to_thread.run_sync(FleetWorker, str(HELLO), str(tmp_path / "nowhere"))
+    assert os.getcwd() != str(tmp_path / "nowhere")
+
+
+# -- the engine over fake workers -----------------------------------------------------------
+
+
+class Remote:
+    def __init__(self, answer: Callable[[], Awaitable[Any]]) -> None:
+        self.answer = answer
+        self.calls = 0
+
+    def remote(self, *args: Any) -> Awaitable[Any]:
+        self.calls += 1
+        return self.answer()
+
+
+class FakeWorker:
+    """A worker handle whose calls answer with ``answer`` (an async function)."""
+
+    def __init__(self, answer: Callable[[], Awaitable[Any]]) -> None:
+        self.run = Remote(answer)
+        self.info = Remote(answer)
+
+
+def engine(**config: Any) -> RayEngine:
+    return RayEngine(EngineOptions(Path("dsh.yml"), 4), FleetRayConfig(**config))
+
+
+async def test_a_job_is_dispatched_again_while_its_worker_dies() -> None:
+    job = Job("t", "s", "p", "m", "/")
+    deaths = 0
+
+    async def dies_twice() -> dict[str, Any]:
+        nonlocal deaths
+        deaths += 1
+        if deaths <= 2:
+            raise ray.exceptions.RayActorError()
+        return TaskResult("t", "s", "out", "completed", None).to_json()
+
+    dying = FakeWorker(dies_twice)
+    result = await engine(max_retries=2)._run_one(ray, _Pool([dying]), job)
+    assert (result.output, dying.run.calls) == ("out", 3)
+    deaths = 0
+    given_up = await engine(max_retries=1)._run_one(ray, _Pool([FakeWorker(dies_twice)]), job)
+    assert given_up.stop_reason == "error"
+    assert given_up.error is not None
+    assert given_up.error.startswith("its worker died 2 time(s); the last: ")
+
+
+async def test_other_failures_are_failed_results() -> None:
+    job = Job("t", "s", "p", "m", "/")
+
+    async def lost() -> None:
+        raise ray.exceptions.RaySystemError("the object store went away")  # type: ignore[no-untyped-call]
+
+    async def dead() -> None:
+        raise ray.exceptions.RayActorError()
+
+    async def refused() -> dict[str, str]:
+        return {"error": "SessionInUseError: held"}
+
+    result = await engine()._run_one(ray, _Pool([FakeWorker(lost)]), job)
+    assert result.error == "RaySystemError: System error: the object store went away"
+    result = await engine()._run_one(ray, _Pool([FakeWorker(refused)]), job)
+    assert result == TaskResult.failed(job, "SessionInUseError: held")
+    with pytest.raises(FleetError, match="a fleet worker could not start"):
+        await engine()._started(ray, [FakeWorker(dead)])
+
+
+async def test_jobs_go_to_the_least_busy_worker() -> None:
+    pool = _Pool(["a", "b", "c"])
+    pool.busy[:] = [2, 0, 1]
+    assert pool.pick() == 1
+    assert engine().pool_size(8.0, 100) == 4  # at most the sessions at once
+    assert engine(workers=2).pool_size(8.0, 100) == 2
+    assert engine(workers=3).pool_size(8.0, 1) == 1
+    assert engine(num_cpus=2).pool_size(6.0, 100) == 3
+    assert engine(num_cpus=0).pool_size(3.0, 100) == 3
+    assert engine(num_cpus=4).pool_size(2.0, 100) == 1
+    assert repr(engine()) == "<RayEngine a local cluster concurrency=4>"
+    joined = RayEngine(EngineOptions(Path("f"), 2, "10.0.0.1:6379"), FleetRayConfig())
+    assert repr(joined) == "<RayEngine 10.0.0.1:6379 concurrency=2>"
+    assert await engine().dispatch([]) == []
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_the_engine_needs_asyncio() -> None:
+    with pytest.raises(FleetError, match="runs on anyio's asyncio backend only"):
+        await engine().dispatch([Job("t", "s", "p", "m", "/")])
+
+
+# -- the cluster helpers and the plugin ----------------------------------------------------
+
+
+def test_loopback_addresses() -> None:
+    for host in ("127.0.0.1", "127.0.0.1:6379", "localhost", "localhost:1", "::1", "[::1]:80"):
+        assert is_loopback(host), host
+    for host in ("10.0.0.1:6379", "0.0.0.0", "ray-head:6379", "example.org"):
+        assert not is_loopback(host), host
+
+
+def test_a_process_with_ray_running_keeps_its_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in LOOPBACK_ENV:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "1")  # the user's choice wins
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    with connected("127.0.0.1:1") as module:
+        assert module is ray
+        assert os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
+        assert os.environ["RAY_USAGE_STATS_ENABLED"] == "1"
+    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
+    with connected("10.0.0.1:6379"):
+        assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
+
+
+def test_without_ray_the_plugin_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(PluginLoadError, match=r"pip install 'dsh-harness\[ray\]'"):
+        load_ray()
+
+
+async def test_the_plugin_offers_the_ray_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = fleet_deployment(tmp_path, extra=RAY_ENTRY)
+    async with loaded(path) as (_, fleet):
+        assert fleet.engines() == ["local", "ray"]
+        made = fleet.engine("ray", EngineOptions(path, 3, "127.0.0.1:1"))
+        assert isinstance(made, RayEngine)
+        assert made.config.workers == 2
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    monkeypatch.setitem(sys.modules, "ray", None)
+    async with Context() as root:
+        with pytest.raises(Exception, match=r"dsh-harness\[ray\]"):
+            await load_deployment(path, root)
+    assert FleetRay.name == "fleet-ray"
