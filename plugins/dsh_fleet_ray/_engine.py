@@ -53,6 +53,9 @@ class RayEngine:
     def __init__(self, options: EngineOptions, config: FleetRayConfig) -> None:
         self.options = options
         self.config = config
+        #: The process id and peak resident memory (``max_rss``, bytes) of each worker,
+        #: read when the last dispatch finished.
+        self.workers: list[dict[str, int]] = []
 
     def __repr__(self) -> str:
         where = self.options.address or "a local cluster"
@@ -86,7 +89,9 @@ class RayEngine:
             workers = [actor.remote(str(self.options.deployment), os.getcwd()) for _ in range(size)]
             try:
                 await self._started(ray, workers)
-                return await self._run_all(ray, _Pool(workers), jobs, on_result)
+                results = await self._run_all(ray, _Pool(workers), jobs, on_result)
+                self.workers = [await worker.info.remote() for worker in workers]
+                return results
             finally:
                 for worker in workers:
                     ray.kill(worker)

@@ -21,6 +21,7 @@ import ray
 
 from dsh.testing import capture_logs
 from dsh_fleet import ATTEMPT_EVENT, EngineOptions, Fleet, TaskResult
+from dsh_fleet_ray import RayEngine
 from dsh_session import Session
 from tests.plugins.fleet.fleet_support import (
     answer_tasks,
@@ -62,8 +63,12 @@ async def test_fifty_tasks_complete_on_two_workers(tmp_path: Path, ray_cluster: 
     async with loaded(path) as (root, fleet):
         jobs = fleet.plan(fleet.read_tasks(tasks), path)
         arrived: list[TaskResult] = []
-        results = await fleet.run(jobs, on_ray(fleet, path), on_result=arrived.append)  # type: ignore[arg-type]
+        engine = fleet.engine("ray", EngineOptions(path, 8))
+        assert isinstance(engine, RayEngine)
+        results = await fleet.run(jobs, engine, on_result=arrived.append)
         assert len(arrived) == 50
+        # Two workers ran them, neither of them this process.
+        assert len({w["pid"] for w in engine.workers} - {os.getpid()}) == 2
         assert [(r.task, r.output, r.stop_reason) for r in results] == [
             (f"t{n}", f"answer: answer {n}", "completed") for n in range(1, 51)
         ]
@@ -98,11 +103,20 @@ async def test_a_worker_killed_mid_session_is_retried_and_the_session_resumed(
                 assert pid is not None
                 assert pid != os.getpid()  # a worker process
                 os.kill(pid, signal.SIGKILL)
-        assert [(r.task, r.output) for r in results] == [
-            ("blocked", "resumed"),
-            *[(f"t{n}", f"answer: answer {n}") for n in (1, 2, 3)],
+        assert [(r.task, r.stop_reason) for r in results] == [
+            (job.task, "completed") for job in jobs
         ]
+        assert results[0].output == "resumed"
+        # A task the killed worker was also running is resumed the same way.
+        for n, result in enumerate(results[1:], start=1):
+            assert result.output in (f"answer: answer {n}", "resumed")
         assert any("its worker died" in m for m in logs.messages())
+        for job in jobs:
+            stored = await snapshot(fleet, job.session)
+            assert [e.seq for e in stored.events] == list(range(len(stored.events)))
+            attempts = [e.data["epoch"] for e in stored.events if e.type == ATTEMPT_EVENT]
+            assert attempts == list(range(1, len(attempts) + 1))
+            assert ends(stored)[-1] == "completed"
         session = await snapshot(fleet, jobs[0].session)
     kinds = types_of(session)
     epochs = [session.events[i].data["epoch"] for i, k in enumerate(kinds) if k == ATTEMPT_EVENT]
