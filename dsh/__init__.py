@@ -6,7 +6,7 @@ Start a root with ``async with dsh.Context() as root:``, add plugins with
 
 from __future__ import annotations
 
-from ._check import CheckReport, CoreSpecs
+from ._check import CheckReport, CoreSpecs, counted
 from ._commands import Command, CommandError, run_deployment_command
 from ._config import EntryInfo, validate_config
 from ._context import Context
@@ -59,6 +59,7 @@ __all__ = [
     "ServiceConflictError",
     "ServiceNotFoundError",
     "UnknownEventError",
+    "counted",
     "hookimpl",
     "hookspec",
     "load_deployment",

@@ -11,7 +11,7 @@ def test_check() -> None:
     done = run_dsh("check", str(ECHO))
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
-        f'{ECHO}: ok (3 plugin entries active, prompt renders for agent "main" (1 tools))\n'
+        f'{ECHO}: ok (3 plugin entries active, prompt renders for agent "main" (1 tool))\n'
     )
 
 
