@@ -236,6 +236,13 @@ async def test_switch_model_without_a_factory_only_sets_the_model() -> None:
         assert agent.model == "m"
 
 
+async def test_renew_needs_a_factory() -> None:
+    async with registry() as (root, agents, _heard):
+        agents.register(FakeAgent("a", root))
+        with pytest.raises(AgentError, match="no agent factory registered"):
+            await agents.renew("a")
+
+
 async def test_assemble_context_for() -> None:
     async with registry() as (root, agents, _heard):
         agent = FakeAgent("a", root)
