@@ -122,22 +122,23 @@ class AcpAgent:
         """Hear the sessions' events, answer approvals, send updates; on exit dispose
         every agent made for a session."""
         home = self._home
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._pump)
-            stop = home.on("session/event", self._on_event)
-            approval = home.get("approval")
-            unanswer = None if approval is None else approval.set_responder(self._answer)
-            try:
-                yield
-            finally:
-                stop()
-                if unanswer is not None:
-                    unanswer()
-                with anyio.CancelScope(shield=True):
-                    for link in list(self._links.values()):
-                        await link.agent.dispose()
-                        self._forget(link)
-                tg.cancel_scope.cancel()
+        # The pump runs in the runtime's task group (not one opened here, which would
+        # wrap whatever the block raises in an exception group).
+        pump = home.task(self._pump, label="acp session updates")
+        stop = home.on("session/event", self._on_event)
+        approval = home.get("approval")
+        unanswer = None if approval is None else approval.set_responder(self._answer)
+        try:
+            yield
+        finally:
+            stop()
+            if unanswer is not None:
+                unanswer()
+            with anyio.CancelScope(shield=True):
+                for link in list(self._links.values()):
+                    await link.agent.dispose()
+                    self._forget(link)
+                await pump()
 
     def _forget(self, link: _Link) -> None:
         del self._links[link.id]
@@ -351,6 +352,11 @@ class AcpAgent:
             return
         link.cancelled = True
         link.agent.cancel()
+
+    def prompting(self, session_id: str) -> bool:
+        """Whether a ``session/prompt`` of ``session_id`` is running."""
+        link = self._links.get(session_id)
+        return link is not None and link.busy
 
     # -- approvals ---------------------------------------------------------------------
 
