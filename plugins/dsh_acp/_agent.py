@@ -330,25 +330,25 @@ class AcpAgent:
         again and every update is sent. Returns how the turn ended (None: it never ran)
         and its number."""
         agent = link.agent
-        try:
-            await agent.when_idle()
-            turn = agent.session.last_turn() + 1
-            if link.cancelled:
-                return None, turn
-            agent.send(text)
-            await agent.when_idle()
-            await self._flush()
-        except anyio.get_cancelled_exc_class():
-            agent.cancel()  # the request was dropped (the client went away)
-            raise
+        # Dropping this request does not cancel the turn (session/cancel does): when the
+        # client goes away, the end of the connection disposes the agent, and the turn
+        # ends "aborted"/"disposed".
+        await agent.when_idle()
+        turn = agent.session.last_turn() + 1
+        if link.cancelled:
+            return None, turn
+        agent.send(text)
+        await agent.when_idle()
+        await self._flush()
         return agent.session.turn_end(turn), turn
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        """Cancel the session's running prompt: its turn is aborted and the prompt
-        answers ``cancelled``. Nothing to cancel, or an unknown session: ignored."""
+        """Cancel the session's running turn (it ends ``aborted``) and so its prompt,
+        which answers ``cancelled``. Nothing running: nothing happens; an unknown
+        session is logged."""
         link = self._links.get(session_id)
-        if link is None or not link.busy:
-            _log.info("session/cancel for %s: no prompt is running there", session_id)
+        if link is None:
+            _log.info("session/cancel for an unknown session %s", session_id)
             return
         link.cancelled = True
         link.agent.cancel()
