@@ -80,8 +80,7 @@ def tool_line(result: Mapping[str, Any], arguments: str, limit: int) -> Text:
     shown = _compact(first, limit) if first else "(no output)"
     more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
     if result["is_error"]:
-        code = result.get("code")
-        return Text(f"✗ {call} failed ({code}): {shown}{more}", style="dim red")
+        return Text(f"✗ {call} failed ({result.get('code')}): {shown}{more}", style="dim red")
     return Text(f"▸ {call} → {shown}{more}", style="dim")
 
 
@@ -199,10 +198,14 @@ class View:
 
     # -- plain output ---------------------------------------------------------------------
 
-    def print(self, renderable: RenderableType) -> None:
-        """Print ``renderable`` for good (above the live region while there is one)."""
+    def print(self, renderable: RenderableType, *, crop: bool = False) -> None:
+        """Print ``renderable`` for good (above the live region while there is one);
+        ``crop`` cuts each line at the screen's width (with ``…``) instead of wrapping."""
         self.end_line()
-        self.console.print(renderable)
+        if crop:
+            self.console.print(renderable, no_wrap=True, overflow="ellipsis")
+        else:
+            self.console.print(renderable)
 
     def note(self, line: str, style: str = "dim") -> None:
         """One line, after what the answer has written so far."""
@@ -239,7 +242,7 @@ class View:
 
     def _redraw_if_here(self) -> None:
         if threading.get_ident() == self.thread:
-            self.redraw()
+            self.redraw(now=True)
 
     def flush_logs(self) -> None:
         while self.logs:
@@ -300,7 +303,7 @@ class View:
         """A tool call returned (``result``: its ``tool/result`` data): its one line,
         for good."""
         self.running.pop(result["call_id"], None)
-        self.print(tool_line(result, arguments, self.preview_chars))
+        self.print(tool_line(result, arguments, self.preview_chars), crop=True)
         if not self.running and self.active:
             self.waiting = self.clock()
             self.state = None
@@ -358,16 +361,11 @@ class View:
                 yield _Lines(self._rendered(self.text))
             else:
                 yield Text(self.text)
-        frames, interval = SPINNER
         for running in self.running.values():
-            frame = frames[int((now - running.since) / interval) % len(frames)]
-            label = running.label
-            yield Text.assemble((frame, "cyan"), (f" {label}", "dim"), _since(now, running.since))
+            yield _spinning(now, running.since, running.since, running.label)
         if self.waiting is not None or self.state is not None:
             since = self.started if self.waiting is None else self.waiting
-            frame = frames[int((now - since) / interval) % len(frames)]
-            label = self.state or "working…"
-            yield Text.assemble((frame, "cyan"), (f" {label}", "dim"), _since(now, self.started))
+            yield _spinning(now, since, self.started, self.state or "working…")
 
     def redraw(self, *, now: bool = False) -> None:
         """Draw the live region again: at once with ``now``, else at most every
@@ -424,5 +422,12 @@ class View:
                 self._start_live()
 
 
-def _since(now: float, start: float) -> tuple[str, str]:
-    return (f" · {now - start:.1f}s", "dim")
+def _spinning(now: float, since: float, start: float, label: str) -> Text:
+    """A spinner line: the frame for the time since ``since``, ``label``, the seconds
+    since ``start``; one line, cut at the screen's width."""
+    frames, interval = SPINNER
+    frame = frames[int((now - since) / interval) % len(frames)]
+    line = Text.assemble((frame, "cyan"), (f" {label}", "dim"), (f" · {now - start:.1f}s", "dim"))
+    line.no_wrap = True
+    line.overflow = "ellipsis"
+    return line
