@@ -190,9 +190,8 @@ class AcpAgent:
         """Return once every update queued so far has been sent."""
         target = self._queued
         while self._sent < target:
-            if self._progress is None:
-                self._progress = anyio.Event()
-            await self._progress.wait()
+            progress = self._progress = self._progress or anyio.Event()
+            await progress.wait()
 
     @property
     def _client(self) -> Client:

@@ -274,10 +274,13 @@ class Process:
 
 
 @asynccontextmanager
-async def dsh_acp(directory: Path, client: RecordingClient | None = None) -> AsyncIterator[Process]:
-    """``python -m dsh acp dsh.yml`` in ``directory``, connected to a recording client
-    through the package's own client connection; stderr goes to ``stderr.txt``.
-    Leaving the block closes the process's stdin and waits for it to exit."""
+async def dsh_acp(
+    directory: Path, client: RecordingClient | None = None, deployment: Path | None = None
+) -> AsyncIterator[Process]:
+    """``python -m dsh acp DEPLOYMENT`` (default: ``directory/dsh.yml``) run in
+    ``directory``, connected to a recording client through the package's own client
+    connection; stderr goes to ``directory/stderr.txt``. Leaving the block closes the
+    process's stdin and waits for it to exit."""
     recorder = client or RecordingClient()
     with (directory / "stderr.txt").open("ab") as stderr:
         async with spawn_agent_process(
@@ -286,7 +289,7 @@ async def dsh_acp(directory: Path, client: RecordingClient | None = None) -> Asy
             "-m",
             "dsh",
             "acp",
-            str(directory / "dsh.yml"),
+            str(deployment or directory / "dsh.yml"),
             # The whole environment (the package passes only a few variables by
             # default), so coverage measures the child too.
             env=dict(os.environ),

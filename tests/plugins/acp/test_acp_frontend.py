@@ -112,4 +112,4 @@ def test_the_protocol_names_load_on_first_use() -> None:
     assert dsh_acp.AcpAgent.__name__ == "AcpAgent"
     assert dsh_acp.tool_kind("bash") == "execute"
     with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
-        _ = dsh_acp.nothing  # type: ignore[attr-defined]
+        _ = dsh_acp.nothing
