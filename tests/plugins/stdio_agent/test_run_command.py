@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ def test_run_one_shot(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", str(ECHO), "-p", "echo hello"]) == 0
     captured = capsys.readouterr()
     assert captured.out == "The echo tool returned: hello\n"
-    assert captured.err == '[tool] echo {"text": "hello"}\n[tool] echo -> hello\n'
+    *tools, session = captured.err.splitlines()
+    assert tools == ['[tool] echo {"text": "hello"}', "[tool] echo -> hello"]
+    assert re.fullmatch(r"session: [0-9a-f]{32}", session)  # what --resume takes
 
 
 def test_run_repl_reads_stdin(
