@@ -39,7 +39,7 @@ from ._service import (
 )
 from ._view import View, token_line, usage_text
 
-__all__ = ["HELP", "TerminalChat", "held_input", "session_usage"]
+__all__ = ["HELP", "TerminalChat", "discard_typeahead", "held_input", "session_usage"]
 
 HELP = """\
 Type a message and press Enter to send it. Commands:
@@ -118,6 +118,15 @@ def held_input() -> Iterator[None]:
         termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
+def discard_typeahead() -> None:
+    """Drop what was typed and not read yet (before a question is asked: a key typed
+    earlier must not answer it). Nothing happens when stdin is not a terminal."""
+    try:
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (AttributeError, OSError, ValueError, termios.error):
+        pass
+
+
 class _ToView(logging.Handler):
     """Shows the ``dsh`` log in the chat: a record with a ``dsh_status`` (a retry) as
     the spinner's status line, others at the level the command line asked for as a
@@ -165,7 +174,7 @@ def _history(path: str | None, view: View) -> History:
         file.parent.mkdir(parents=True, exist_ok=True)
         file.touch()
     except OSError as exc:
-        view.note(f"[history] cannot keep history in {file}: {exc}; this chat's only")
+        view.note(f"[history] {file}: {exc}; only this chat's messages can be recalled")
         return InMemoryHistory()
     return FileHistory(str(file))
 
@@ -220,6 +229,7 @@ class TerminalChat(_Chat):
         markdown = self.config.markdown and not os.environ.get("NO_COLOR")
         self.view = View(console, markdown=markdown, preview_chars=self.config.preview_chars)
         self.app: Application[Any] | None = None  # the prompt, while it shows
+        self.prompts = 0  # how many prompts started (a test waits for one)
         self.calls: dict[str, str] = {}  # the arguments of each running tool call
         self.ended: int | None = None  # the number of the turn that ended last
 
@@ -275,6 +285,8 @@ class TerminalChat(_Chat):
 
     async def answer(self, request: Any) -> bool:
         with self.view.paused():
+            if not self.assume_yes:
+                discard_typeahead()
             return await super().answer(request)
 
     # -- control ----------------------------------------------------------------------------
@@ -317,6 +329,9 @@ class TerminalChat(_Chat):
             await anyio.sleep(FRAME)
             self.view.tick()
 
+    def _prompting(self) -> None:
+        self.prompts += 1
+
     async def repl(self) -> int:
         agent = self.agent
         view = self.view
@@ -335,7 +350,10 @@ class TerminalChat(_Chat):
             self.app = session.app
             try:
                 line = await session.prompt_async(
-                    self.config.prompt, handle_sigint=False, set_exception_handler=False
+                    self.config.prompt,
+                    handle_sigint=False,
+                    set_exception_handler=False,
+                    pre_run=self._prompting,
                 )
             except EOFError:  # Ctrl-D on an empty line
                 return EXIT_OK
@@ -394,14 +412,14 @@ class TerminalChat(_Chat):
         old = self.agent.session.id
         self.agent = await self.owner.home_ctx.agents.renew(self.agent.id)
         self.todos = None
-        self.say(f"new session {self.agent.session.id} (the previous one, {old}, stays stored)")
+        self.say(f"new session {self.agent.session.id}\n  the previous one, {old}, stays stored\n")
 
     def show_tokens(self) -> None:
         session = self.agent.session
         usage = session_usage(session)
         turns = session.last_turn()
         spent = "no tokens recorded" if usage is None else usage_text(usage)
-        self.say(f"session {session.id}: {turns} turn{'s' if turns != 1 else ''}, {spent}")
+        self.say(f"{turns} turn{'s' if turns != 1 else ''}: {spent}")
 
     def show_sessions(self) -> None:
         home = self.owner.home_ctx
