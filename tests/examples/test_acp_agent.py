@@ -18,7 +18,7 @@ ACP_AGENT = EXAMPLES / "acp-agent" / "dsh.yml"
 def test_check() -> None:
     done = run_dsh("check", str(ACP_AGENT))
     assert done.returncode == 0, done.stderr
-    assert "ok (9 plugin entries active" in done.stdout
+    assert "ok (8 plugin entries active" in done.stdout
 
 
 # The agent-client-protocol package's client runs on asyncio only.
