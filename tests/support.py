@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -68,3 +69,11 @@ def event_types(session: Session) -> list[str]:
 def event_data(session: Session, kind: str) -> list[Mapping[str, Any]]:
     """The data of ``session``'s events of type ``kind``, in order."""
     return [event.data for event in session.events if event.type == kind]
+
+
+def without_session_line(err: str) -> str:
+    """``dsh run``'s stderr without the ``session: <id>`` line it ends with (which it
+    asserts is there)."""
+    head, _, last = err.rstrip("\n").rpartition("\n")
+    assert re.fullmatch(r"session: [0-9a-f]{32}", last), err
+    return f"{head}\n" if head else ""

@@ -15,17 +15,10 @@ import pytest
 
 from dsh import cli
 from dsh_stdio_agent._cli import piped_stdin, with_context
-from tests.support import ECHO, echo_deployment, run_dsh
+from tests.support import ECHO, echo_deployment, run_dsh, without_session_line
 
 #: The echo model's answer to a message that is not `echo ...`.
 YOU_SAID = "You said: {}. Try `echo <words>`.\n"
-
-
-def lines_of(err: str) -> list[str]:
-    """stderr without its last line (``session: <id>``)."""
-    *before, last = err.splitlines()
-    assert last.startswith("session: ")
-    return before
 
 
 def test_dash_p_dash_reads_the_message_from_stdin(
@@ -80,7 +73,7 @@ def test_piped_context_in_a_subprocess(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     message = "review this\n\n<stdin>\ndef main():\n    pass\n</stdin>"
     assert done.stdout == YOU_SAID.format(message)
-    assert done.stderr.startswith("session: ")
+    assert without_session_line(done.stderr) == ""
 
 
 def test_model_overrides_the_agents_model_and_the_header_records_it(
@@ -104,7 +97,7 @@ def test_json_output_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> 
     assert {"seq", "type", "time", "data"} == set(records[0])
     assert [r["type"] for r in records][:3] == ["turn/start", "user/message", "step/start"]
     assert records[-1]["data"]["reason"] == {"kind": "completed"}
-    assert lines_of(captured.err) == ['[tool] echo {"text": "hi"}', "[tool] echo -> hi"]
+    assert without_session_line(captured.err) == '[tool] echo {"text": "hi"}\n[tool] echo -> hi\n'
 
 
 def test_run_without_a_file_uses_dsh_yml_here(

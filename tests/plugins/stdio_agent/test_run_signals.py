@@ -78,6 +78,7 @@ def start_run(path: Path, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "dsh", "run", str(path), *args],
         cwd=path.parent,
+        stdin=subprocess.DEVNULL,  # not the test runner's: -p would read a pipe as context
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -136,6 +137,7 @@ def test_sigkill_while_a_tool_runs_is_repaired_on_resume(tmp_path: Path) -> None
     done = subprocess.run(
         [sys.executable, "-m", "dsh", "run", str(path), "--resume", session, "-p", "go on"],
         cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
