@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 from anyio.abc import TaskStatus
@@ -20,6 +21,9 @@ from dsh_session import Session, SessionEvent
 from dsh_system_prompt import render_prompt
 
 from ._stdin import read_stdin_key, read_stdin_line
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "CHECKS",
@@ -55,6 +59,13 @@ Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.
 """
 
 
+def default_history_file() -> str:
+    """Where the terminal chat keeps its history by default: ``dsh/history`` in
+    ``$XDG_STATE_HOME``, else in ``~/.local/state``."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join("~", ".local", "state")
+    return os.path.join(state, "dsh", "history")
+
+
 class StdioAgentConfig(BaseModel):
     """Config of the ``stdio-agent`` front-end."""
 
@@ -68,6 +79,21 @@ class StdioAgentConfig(BaseModel):
     show_reasoning: bool = False
     #: How many characters of a tool call's arguments or result one line shows.
     preview_chars: int = Field(default=120, ge=10)
+    #: The terminal chat's history of sent messages (``~`` expands); None keeps none.
+    history_file: str | None = Field(default_factory=default_history_file)
+    #: The terminal chat renders answers as Markdown (plain text when false or when
+    #: the environment sets ``NO_COLOR``).
+    markdown: bool = True
+
+
+def _on_asyncio() -> bool:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio)
+        return False
+    return True
 
 
 class StdioAgentError(DshError, RuntimeError):
@@ -153,7 +179,23 @@ class StdioAgent(Service):
         self.read_line: Callable[[], Awaitable[str]] = read_stdin_line
         self.read_key: Callable[[], Awaitable[str]] | None = None
         self.interactive: bool | None = None
+        self.terminal: bool | None = None
+        self.console: Console | None = None
         self._chat: _Chat | None = None
+
+    def _wants_terminal(self, out: TextIO) -> bool:
+        """Whether a run without a prompt is the terminal chat (see ``terminal``)."""
+        if self.terminal is not None:
+            return self.terminal
+        stdin = sys.stdin
+        return (
+            self.read_line is read_stdin_line
+            and stdin is not None
+            and stdin.isatty()
+            and out.isatty()
+            and os.environ.get("TERM") != "dumb"
+            and _on_asyncio()
+        )
 
     def select_agent(self, agent_id: str | None = None) -> Agent:
         """``agent_id``'s agent, else the configured one, else the only one.
@@ -219,7 +261,8 @@ class StdioAgent(Service):
         the answer's text; it needs a one-shot run or input that is not a terminal.
         A REPL whose input is not a terminal returns :data:`EXIT_FAILED` when any of
         its turns failed (``error``, ``blocked``, never ran). Without a terminal REPL,
-        ``show_session`` prints ``session: <id>`` on stderr when the run ends. When
+        ``show_session`` prints ``session: <id>`` on stderr when the run ends (once the
+        session recorded something). When
         stdout's reader goes away the turn is cancelled and ``run`` raises
         :class:`BrokenPipeError` (``dsh run`` exits 141, quietly).
         """
@@ -245,7 +288,12 @@ class StdioAgent(Service):
             err.write("JSON output needs a one-shot run (-p) or input that is not a terminal\n")
             err.flush()
             return EXIT_FAILED
-        chat = _Chat(
+        chat_type = _Chat
+        if prompt is None and output == "text" and self._wants_terminal(out):
+            from ._terminal import TerminalChat  # imports prompt_toolkit and rich
+
+            chat_type = TerminalChat
+        chat = chat_type(
             self,
             agent,
             out,
@@ -478,8 +526,9 @@ class _Chat:
                 tg.cancel_scope.cancel()
         if self.pipe_closed:
             raise BrokenPipeError("stdout's reader went away")
-        if self.show_session and not (self.interactive and prompt is None):
-            self.note(f"session: {self.agent.session.id}")
+        session = self.agent.session
+        if self.show_session and session.events and not (self.interactive and prompt is None):
+            self.note(f"session: {session.id}")
         return status
 
     async def turn(self, text: str) -> Mapping[str, Any] | None:
