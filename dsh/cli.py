@@ -17,13 +17,15 @@ import sys
 import types
 import typing
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ._check import CheckReport, counted
 from ._commands import (
     Command,
+    CommandError,
     CommandLoadError,
+    add_deployment_argument,
+    deployment_file,
     installed_commands,
     load_command,
     run_deployment_command,
@@ -62,12 +64,12 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _configure_check(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path)
+    add_deployment_argument(parser)
     parser.add_argument("--agent", metavar="ID", help="check only that agent's prompt")
 
 
 def _check(args: argparse.Namespace) -> int:
-    path: Path = args.file
+    path = deployment_file(args.file, "check")
 
     async def check(root: Context, deployment: Fiber) -> int:
         report = CheckReport(path, args.agent)
@@ -241,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # than at the interpreter's exit, where it would print a traceback.
         sys.stdout.flush()
         return status
+    except CommandError as exc:
+        # A mistake found before any deployment was loaded (no FILE and no ./dsh.yml).
+        print(exc, file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         # Ctrl-C before a front-end handles it (while loading the deployment).
         # Run by test_ctrl_c_while_loading, but coverage.py drops the line events of

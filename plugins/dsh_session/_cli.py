@@ -1,13 +1,20 @@
-"""``dsh sessions FILE``: the sessions a deployment's persistence has stored."""
+"""``dsh sessions [FILE]``: the sessions a deployment's persistence has stored."""
 
 from __future__ import annotations
 
 import argparse
 import datetime
 import sys
-from pathlib import Path
 
-from dsh import Command, Context, Fiber, counted, run_deployment_command
+from dsh import (
+    Command,
+    Context,
+    Fiber,
+    add_deployment_argument,
+    counted,
+    deployment_file,
+    run_deployment_command,
+)
 
 from ._store import StoredSession
 
@@ -18,7 +25,7 @@ TITLE_CHARS = 60
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path)
+    add_deployment_argument(parser)
 
 
 def short_title(text: str, limit: int = TITLE_CHARS) -> str:
@@ -60,7 +67,7 @@ def _local_time(timestamp: float) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    path: Path = args.file
+    path = deployment_file(args.file, "sessions")
 
     async def list_sessions(root: Context, deployment: Fiber) -> int:
         store = root.get("sessions")

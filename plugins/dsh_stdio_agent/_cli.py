@@ -10,20 +10,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dsh import Command, CommandError, Context, Fiber, counted, run_deployment_command
+from dsh import (
+    Command,
+    CommandError,
+    Context,
+    Fiber,
+    add_deployment_argument,
+    counted,
+    deployment_file,
+    run_deployment_command,
+)
 
 from ._service import OUTPUTS, StdioAgent
 
-__all__ = ["DEFAULT_FILE", "command", "piped_stdin", "with_context"]
-
-#: The deployment ``dsh run`` loads when no FILE is given (in the current directory).
-DEFAULT_FILE = Path("dsh.yml")
+__all__ = ["command", "piped_stdin", "with_context"]
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", type=Path, nargs="?", help=f"the deployment (default: ./{DEFAULT_FILE})"
-    )
+    add_deployment_argument(parser)
     parser.add_argument(
         "-p",
         "--prompt",
@@ -122,18 +126,6 @@ async def _resume(root: Context, path: Path, args: argparse.Namespace) -> str:
     return chosen
 
 
-def _deployment(given: Path | None) -> Path | None:
-    if given is not None:
-        return given
-    if DEFAULT_FILE.is_file():
-        return DEFAULT_FILE
-    print(
-        f"dsh run: no deployment file given and there is no ./{DEFAULT_FILE} here (dsh run FILE)",
-        file=sys.stderr,
-    )
-    return None
-
-
 def _message(prompt: str | None) -> str | None:
     """The one-shot message: ``prompt``, all of stdin for ``-``, else ``prompt`` with
     the piped input added (see :func:`with_context`)."""
@@ -148,9 +140,7 @@ def _message(prompt: str | None) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    path = _deployment(args.file)
-    if path is None:
-        return 1
+    path = deployment_file(args.file, "run")
     prompt = _message(args.prompt)
     if args.prompt == "-" and not (prompt or "").strip():
         print("dsh run: -p - read an empty message from stdin", file=sys.stderr)

@@ -456,3 +456,22 @@ def test_every_command_into_a_closed_pipe_ends_quietly(words: list[str]) -> None
         os.close(write)
     assert done.stderr == ""
     assert done.returncode == 128 + signal.SIGPIPE
+
+
+def test_commands_default_to_dsh_yml_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for command in ("check", "prompt", "sessions"):
+        assert cli.main([command]) == 1
+        assert capsys.readouterr().err == (
+            f"dsh {command}: no deployment file given and there is no ./dsh.yml here "
+            f"(dsh {command} FILE)\n"
+        )
+    (tmp_path / "dsh.yml").write_text(HELLO.read_text())
+    assert cli.main(["check"]) == 0
+    assert capsys.readouterr().out.startswith("dsh.yml: ok (1 plugin entry active")
+    assert cli.main(["prompt"]) == 0
+    assert capsys.readouterr().out.startswith("You are an AI agent powered by dsh.")
+    assert cli.main(["sessions"]) == 1
+    assert capsys.readouterr().err.startswith("dsh.yml: no session persistence")
