@@ -14,7 +14,7 @@ import os
 import sys
 import termios
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -121,10 +121,8 @@ def held_input() -> Iterator[None]:
 def discard_typeahead() -> None:
     """Drop what was typed and not read yet (before a question is asked: a key typed
     earlier must not answer it). Nothing happens when stdin is not a terminal."""
-    try:
+    with suppress(AttributeError, OSError, ValueError, termios.error):  # no terminal
         termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
-    except (AttributeError, OSError, ValueError, termios.error):
-        pass
 
 
 class _ToView(logging.Handler):

@@ -108,6 +108,7 @@ async def terminal_rig(
 #: someone writes to the FIFO ``release``.
 PTY_MODEL = """\
 import json
+import os
 from pathlib import Path
 
 import anyio
@@ -139,6 +140,8 @@ class Model:
 
 
 def apply(ctx, config):
+    # Where the test finds this terminal's input queue (see Terminal.typed_ahead).
+    Path("tty").write_text(os.ttyname(0))
     ctx.llm.register_adapter(["pty"], Model())
 """
 
@@ -226,18 +229,32 @@ class Terminal:
         self.stream.feed(last)
         return True
 
-    def until(self, condition: Callable[[Terminal], object], what: str) -> None:
-        """Read the output until ``condition(self)`` holds."""
+    def until(
+        self, condition: Callable[[Terminal], object], what: str, poll: float | None = None
+    ) -> None:
+        """Read the output until ``condition(self)`` holds. A condition that no output
+        announces is checked again every ``poll`` seconds."""
         deadline = time.monotonic() + TIMEOUT
         while not condition(self):
             left = deadline - time.monotonic()
             assert left > 0, f"never saw {what}; the screen shows:\n{self.text()}"
-            alive = self._read(left)
+            alive = self._read(left if poll is None else min(poll, left))
             assert alive or condition(self), f"the process ended before {what}:\n{self.text()}"
 
-    def shows(self, text: str) -> None:
-        """Read until ``text`` is on the screen."""
-        self.until(lambda term: text in term.text(), repr(text))
+    def typed_ahead(self, tty: Path) -> int:
+        """How many typed bytes wait in the input queue of the terminal ``tty`` names
+        (the process's side of this pty) for a program to read them."""
+        fd = os.open(tty.read_text(), os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        try:
+            queued = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+        finally:
+            os.close(fd)
+        count: int = struct.unpack("i", queued)[0]
+        return count
+
+    def shows(self, text: str, times: int = 1) -> None:
+        """Read until ``text`` is on the screen (``times`` times)."""
+        self.until(lambda term: term.text().count(text) >= times, f"{text!r} ({times}x)")
 
     def at_prompt(self, count: int) -> None:
         """Read until the ``count``-th prompt (an empty ``>`` line last) shows."""

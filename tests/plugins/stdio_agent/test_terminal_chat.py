@@ -3,6 +3,7 @@ prompt_toolkit, the model sees what was sent, the screen shows the commands' out
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import re
@@ -318,8 +319,9 @@ async def test_the_terminal_chat_runs_on_terminals_and_asyncio_only(
 ) -> None:
     from dsh import Context
 
-    class Tty:
+    class Tty(io.StringIO):
         def __init__(self, tty: bool) -> None:
+            super().__init__()
             self.tty = tty
 
         def isatty(self) -> bool:
@@ -329,7 +331,7 @@ async def test_the_terminal_chat_runs_on_terminals_and_asyncio_only(
         front = StdioAgent(root, StdioAgent.Config())
         monkeypatch.setenv("TERM", "xterm")
         monkeypatch.setattr("sys.stdin", Tty(True))
-        out: Any = Tty(True)
+        out = Tty(True)
         assert front._wants_terminal(out) is (anyio_backend == "asyncio")
         assert front._wants_terminal(Tty(False)) is False
         monkeypatch.setenv("TERM", "dumb")
