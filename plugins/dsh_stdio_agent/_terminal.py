@@ -308,11 +308,14 @@ class TerminalChat(_Chat):
         try:
             with held_input():
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._animate)
+                    # Its own scope: cancelling the group's would cancel this task too,
+                    # and coverage.py loses the lines of a frame resumed that way.
+                    animation = anyio.CancelScope()
+                    tg.start_soon(self._animate, animation)
                     try:
                         reason = await super().turn(text)
                     finally:
-                        tg.cancel_scope.cancel()
+                        animation.cancel()
             return reason
         finally:
             view.end(token_line(view.elapsed, self._turn_usage()))
@@ -322,10 +325,11 @@ class TerminalChat(_Chat):
         ended = self.ended
         return None if ended is None else session_usage(self.agent.session, ended)
 
-    async def _animate(self) -> None:
-        while True:
-            await anyio.sleep(FRAME)
-            self.view.tick()
+    async def _animate(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            while True:
+                await anyio.sleep(FRAME)
+                self.view.tick()
 
     def _prompting(self) -> None:
         self.prompts += 1

@@ -259,7 +259,7 @@ class View:
         self.blocks = 0
         self._start_live()
 
-    def end(self, line: Text | None = None) -> None:
+    def end(self, line: Text) -> None:
         """The turn is over: what is left of the answer is printed, the live region
         goes, and ``line`` (the token line) follows."""
         self.flush()
@@ -268,8 +268,7 @@ class View:
         self.active = False
         self._stop_live()
         self.flush_logs()
-        if line is not None:
-            self.print(line)
+        self.print(line)
 
     @property
     def elapsed(self) -> float:
@@ -288,8 +287,9 @@ class View:
     def think(self, delta: str) -> None:
         """A piece of the model's reasoning (shown dim)."""
         self.waiting = None
+        first = not self.reasoning
         self.reasoning += delta
-        self.redraw()
+        self.redraw(now=first)
 
     def call(self, call_id: str, name: str, arguments: str) -> None:
         """A tool call started: it shows, with a spinner, until its result."""
@@ -390,17 +390,16 @@ class View:
             self.redraw(now=True)
 
     def _start_live(self) -> None:
-        if self.live is None and not self.held:
-            self.live = Live(
-                _Region(self),
-                console=self.console,
-                auto_refresh=False,
-                transient=True,
-                redirect_stdout=False,
-                redirect_stderr=False,
-            )
-            self.live.start(refresh=True)
-            self.drawn = self.clock()
+        self.live = Live(
+            _Region(self),
+            console=self.console,
+            auto_refresh=False,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self.live.start(refresh=True)
+        self.drawn = self.clock()
 
     def _stop_live(self) -> None:
         live, self.live = self.live, None

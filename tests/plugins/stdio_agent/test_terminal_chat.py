@@ -92,7 +92,7 @@ async def test_arrows_edit_the_line_and_enter_sends_it() -> None:
 async def test_alt_enter_and_a_paste_make_one_message_of_several_lines() -> None:
     async with terminal_rig("one", "two") as t:
         paste = "\x1b[200~first line\nsecond line\r\nthird line\x1b[201~"
-        assert await chat(t, f"top\x1b\rbottom\r{paste}\r\x04") == EXIT_OK
+        assert await chat(t, f"   \rtop\x1b\rbottom\r{paste}\r\x04") == EXIT_OK  # blank: skipped
         assert sent(t) == ["top\nbottom", "first line\nsecond line\nthird line"]
         assert t.rig.agent.session.last_turn() == 2
 
@@ -368,3 +368,11 @@ def test_the_ui_libraries_load_only_for_the_terminal_chat() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+async def test_without_a_console_it_draws_on_stdout() -> None:
+    async with terminal_rig("an answer") as t:
+        t.rig.front.console = None
+        assert await chat(t, "hi\r\x04") == EXIT_OK
+        assert "an answer" in t.rig.out.getvalue()
+        assert t.raw == ""

@@ -4,6 +4,7 @@ turns what was written into the screen (no screenshots: the screen's text)."""
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 import threading
@@ -11,16 +12,18 @@ from typing import Any
 
 import anyio
 import pytest
+from rich.console import Console
+from rich.text import Text
 
 from dsh.testing import Mark, Reply, Wait, text, tool_call, tool_calls
 from dsh_approval import Approval, ApprovalRequest
 from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, LlmFailure, ReasoningDelta, TextDelta
 from dsh_stdio_agent import EXIT_OK
-from dsh_stdio_agent._view import SPINNER
+from dsh_stdio_agent._view import SPINNER, View
 from dsh_tool_todo import ToolTodo
 from dsh_tools import Tool, ToolCall
 from tests.plugins.stdio_agent.stdio_support import EchoArgs
-from tests.plugins.stdio_agent.terminal_support import TerminalRig, screen, terminal_rig
+from tests.plugins.stdio_agent.terminal_support import WIDTH, TerminalRig, screen, terminal_rig
 
 pytestmark = pytest.mark.anyio
 
@@ -344,4 +347,67 @@ async def test_an_approval_takes_the_live_region_down_while_it_asks() -> None:
         "Allow gate hi? [y/N] y",
         '▸ gate {"text": "hi"} → allowed',
         "asked",
+    ]
+
+
+async def test_with_yes_nothing_is_asked() -> None:
+    async with terminal_rig(
+        tool_calls(tool_call("gate", {"text": "hi"})),
+        text("done"),
+        plugins=((Approval, {"policy": "ask"}),),
+    ) as t:
+
+        async def gated(args: EchoArgs, call: ToolCall) -> str:
+            question = ApprovalRequest("gate", f"gate {args.text}", call=call)
+            return "allowed" if await t.rig.root.approval.request(question) else "declined"
+
+        t.rig.root.tools.register(
+            Tool(name="gate", description="G.", parameters=EchoArgs, execute=gated),
+        )
+        t.type("go\r\x04")
+        assert await t.rig.front.run(assume_yes=True) == EXIT_OK
+        lines = t.screen()
+    assert lines[1:3] == ["[approval] allowed (--yes): gate hi", '▸ gate {"text": "hi"} → allowed']
+
+
+async def test_a_rule_and_an_empty_answer_leave_no_stray_blank_lines() -> None:
+    async with terminal_rig(text("Above\n\n---\n\nBelow"), text("\n\n")) as t:
+        assert await chat(t, "one\rtwo\r\x04") == EXIT_OK
+        lines = t.screen()
+    assert lines[1:3] == ["Above", ""]
+    assert len(lines[3]) == WIDTH
+    assert not lines[3].strip("-─")  # the rule (ASCII on a console of unknown encoding)
+    assert lines[4:6] == ["", "Below"]
+    assert TOKENS.fullmatch(lines[6]) is None
+    assert re.fullmatch(r"↳ \d+\.\ds", lines[7])  # the empty answer printed nothing
+
+
+def test_the_view_pauses_outside_a_turn_and_nested() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=WIDTH, height=50)
+    view = View(console)
+    with view.paused():  # a question outside a turn: no live region after it
+        view.write("Allow a? [y/N] ")
+        view.log("WARNING dsh.x: meanwhile")
+    assert view.live is None
+    view.begin()
+    with view.paused():
+        with view.paused():
+            view.write("Allow b? [y/N] ")
+        assert view.live is None
+        view.write("y\n")
+        view.log("WARNING dsh.x: during the question")  # drawn at once, no live region
+    assert view.live is not None
+    view.answer("streaming")
+    view.tick()  # nothing new to draw
+    view.end(Text("end"))
+    assert view.live is None
+    assert isinstance(console.file, io.StringIO)
+    assert screen(console.file.getvalue()) == [
+        "Allow a? [y/N]",
+        "WARNING dsh.x: meanwhile",
+        "Allow b? [y/N]",
+        "y",
+        "WARNING dsh.x: during the question",
+        "streaming",
+        "end",
     ]
