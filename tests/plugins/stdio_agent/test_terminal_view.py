@@ -382,25 +382,30 @@ async def test_a_rule_and_an_empty_answer_leave_no_stray_blank_lines() -> None:
     assert re.fullmatch(r"↳ \d+\.\ds", lines[7])  # the empty answer printed nothing
 
 
+def live(view: View) -> bool:
+    """Whether ``view`` shows a live region now."""
+    return view.live is not None
+
+
 def test_the_view_pauses_outside_a_turn_and_nested() -> None:
     console = Console(file=io.StringIO(), force_terminal=True, width=WIDTH, height=50)
     view = View(console)
     with view.paused():  # a question outside a turn: no live region after it
         view.write("Allow a? [y/N] ")
         view.log("WARNING dsh.x: meanwhile")
-    assert view.live is None
+    assert not live(view)
     view.begin()
     with view.paused():
         with view.paused():
             view.write("Allow b? [y/N] ")
-        assert view.live is None
+        assert not live(view)
         view.write("y\n")
         view.log("WARNING dsh.x: during the question")  # drawn at once, no live region
-    assert view.live is not None
+    assert live(view)
     view.answer("streaming")
     view.tick()  # nothing new to draw
     view.end(Text("end"))
-    assert view.live is None
+    assert not live(view)
     assert isinstance(console.file, io.StringIO)
     assert screen(console.file.getvalue()) == [
         "Allow a? [y/N]",
