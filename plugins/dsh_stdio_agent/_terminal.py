@@ -170,7 +170,7 @@ def _history(path: str | None, view: View) -> History:
     file = Path(path).expanduser()
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
-        file.touch()
+        file.touch(mode=0o600)  # like a shell's history: what was typed is private
     except OSError as exc:
         view.note(f"[history] {file}: {exc}; only this chat's messages can be recalled")
         return InMemoryHistory()

@@ -104,6 +104,7 @@ async def test_history_is_kept_in_a_file_across_chats(tmp_path: Path) -> None:
         assert await typing(t, "remember me\r", "\x1b[A\r", "\x04") == EXIT_OK
         assert sent(t) == ["remember me", "remember me"]
     assert "+remember me" in history.read_text()
+    assert history.stat().st_mode & 0o777 == 0o600
     async with terminal_rig("third", config=config) as t:
         assert await typing(t, "\x1b[A\x1b[A\r", "\x04") == EXIT_OK
         assert sent(t) == ["remember me"]

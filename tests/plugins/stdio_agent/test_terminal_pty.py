@@ -4,6 +4,7 @@ reads the screen (a terminal emulator) and what the model received."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from tests.plugins.stdio_agent.terminal_support import (
     pty_deployment,
     received,
 )
+from tests.support import ROOT
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX terminals")
 
@@ -115,3 +117,23 @@ def test_ctrl_c_at_the_prompt_clears_the_line_then_asks_then_quits(term: Termina
     term.at_prompt(2)
     term.type(b"\x03")
     assert term.wait() == 130
+
+
+def test_the_readme_chat_shows_what_the_readme_says(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- terminal-chat -->\n```console\n\$ (.*?)\n(.*?)\n```", text, re.DOTALL)
+    assert found is not None, "README.md has no terminal-chat block"
+    command, shown = found.group(1).split(), found.group(2).splitlines()
+    assert command[0] == ".venv/bin/dsh"
+    state = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    term = Terminal(["-m", "dsh", *command[1:]], ROOT, state)
+    try:
+        typed = [line[2:] for line in shown if line.startswith("> ")]
+        for count, line in enumerate(typed, 1):
+            term.at_prompt(count)
+            term.type(line.encode() + b"\r")
+        assert term.wait() == 0
+        lines = [re.sub(r"^↳ \d+\.\ds", "↳ 0.0s", line) for line in term.lines()]
+    finally:
+        term.close()
+    assert lines == shown
