@@ -293,7 +293,10 @@ async def test_todo_lists_and_subagent_activity() -> None:
         grandchild.append("tool/call", call_data)
         stranger.append("tool/call", call_data)
         message = {"role": "assistant", "content": [{"type": "text", "text": "found it"}]}
-        child.append("assistant/message", {"turn": 1, "step": 1, "message": message})
+        blank = {"role": "assistant", "content": [{"type": "text", "text": "  "}]}
+        child.append("turn/start", {"turn": 1})  # not shown
+        child.append("assistant/message", {"turn": 1, "step": 1, "message": blank})
+        child.append("assistant/message", {"turn": 1, "step": 2, "message": message})
         return "found it"
 
     replies: list[Reply] = [
