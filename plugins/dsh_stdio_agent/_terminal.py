@@ -269,11 +269,12 @@ class TerminalChat(_Chat):
         elif kind == "tool/result":
             view.result(data, self.calls.pop(data["call_id"], ""))
         elif kind == "turn/end":
-            line = describe_end(data["reason"])
+            reason = data["reason"]
+            line = describe_end(reason)
             if line is not None:
-                view.note(
-                    line, style="red" if data["reason"].get("kind") != "aborted" else "yellow"
-                )
+                # Cancelled or cut at the token limit: the user's doing, not a failure.
+                calm = reason.get("kind") in ("aborted", "max-tokens")
+                view.note(line, style="yellow" if calm else "red")
             self.ended = data["turn"]
         elif kind == "todo/write" and data["todos"] != self.todos:
             self.todos = data["todos"]
@@ -290,8 +291,9 @@ class TerminalChat(_Chat):
     # -- control ----------------------------------------------------------------------------
 
     def interrupt(self) -> None:
-        if self.app is not None:
-            _ctrl_c(self.app)  # a SIGINT at the prompt acts like the key
+        app = self.app
+        if app is not None and app.is_running and not app.is_done:
+            _ctrl_c(app)  # a SIGINT at the prompt acts like the key
             return
         super().interrupt()
 

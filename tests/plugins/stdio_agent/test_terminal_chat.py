@@ -158,6 +158,21 @@ async def test_a_signal_at_the_prompt_acts_like_the_key() -> None:
     assert t.rig.front._chat is None
 
 
+async def test_two_signals_at_once_at_the_prompt_quit() -> None:
+    async with terminal_rig() as t, anyio.create_task_group() as tg:
+        result: list[int] = []
+
+        async def run() -> None:
+            result.append(await t.rig.front.run())
+
+        tg.start_soon(run)
+        await at_prompt(t, 1)
+        t.rig.front.interrupt()
+        t.rig.front.interrupt()  # the prompt is ending: counted all the same
+    assert result == [EXIT_INTERRUPTED]
+    assert t.screen()[1:] == [HINT]
+
+
 async def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on() -> None:
     streamed = anyio.Event()
     async with terminal_rig(hanging(streamed), "still here") as t:

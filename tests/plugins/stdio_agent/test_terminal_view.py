@@ -267,16 +267,19 @@ async def test_the_end_of_a_turn_that_did_not_complete_is_shown() -> None:
     failed = [Finish("error", LlmFailure(message="down", code="DOWN"))]
     streamed = anyio.Event()
     hanging = [*text("partial")[:2], Mark(streamed), Wait(anyio.Event())]
-    async with terminal_rig(failed, hanging) as t, anyio.create_task_group() as tg:
-        t.type("one\rtwo\r\x04")
+    cut = text("cut", finish="max-tokens")
+    async with terminal_rig(failed, hanging, cut) as t, anyio.create_task_group() as tg:
+        t.type("one\rtwo\rthree\r\x04")
         tg.start_soon(t.rig.front.run)
         await streamed.wait()
         t.rig.front.interrupt()
     lines = t.screen()
     assert lines[1] == "[error] down (code DOWN)"
     assert lines[3:5] == ["partial", "[aborted] the turn was cancelled (user)"]
+    assert lines[6:8] == ["cut", "[max-tokens] the answer stopped at the model's token limit"]
     assert "\x1b[31m[error]" in t.raw
     assert "\x1b[33m[aborted]" in t.raw
+    assert "\x1b[33m[max-tokens]" in t.raw
 
 
 async def test_todo_lists_and_subagent_activity() -> None:
