@@ -45,7 +45,7 @@ HELP = """\
 Type a message and press Enter to send it. Commands:
   /help            this help
   /model [NAME]    show the model, or use NAME from the next turn on
-  /clear           start a new session (the current one stays stored)
+  /clear           start a new session (a stored one can be resumed later)
   /tokens          the tokens this session has used
   /sessions        the stored sessions (dsh run --resume ID continues one)
   /prompt          the system prompt and the tools the agent would get now
@@ -416,7 +416,9 @@ class TerminalChat(_Chat):
         old = self.agent.session.id
         self.agent = await self.owner.home_ctx.agents.renew(self.agent.id)
         self.todos = None
-        self.say(f"new session {self.agent.session.id}\n  the previous one, {old}, stays stored\n")
+        kept = bool(self.owner.home_ctx.events.event("session/list").listeners())
+        fate = "stays stored" if kept else "was not stored"
+        self.say(f"new session {self.agent.session.id}\n  the previous one, {old}, {fate}\n")
 
     def show_tokens(self) -> None:
         session = self.agent.session

@@ -242,7 +242,7 @@ async def test_model_clear_tokens_and_the_other_commands() -> None:
         "model: other (from the next turn on)",
         "1 turn: 10 in · 5 out",
         f"new session {second}",
-        f"  the previous one, {first}, stays stored",
+        f"  the previous one, {first}, was not stored",
         "model: other; known models: other, scripted",
         "0 turns: no tokens recorded",
         "two",
@@ -270,6 +270,7 @@ async def test_sessions_lists_the_stored_ones_and_marks_this_one(tmp_path: Path)
     # Before /clear: this session, marked; after: the same one, not marked (the new
     # session has recorded nothing, so it is not stored yet).
     assert [line[:34] for line in listed] == [f"* {first}", f"  {first}"]
+    assert f"  the previous one, {first}, stays stored" in lines
 
 
 async def test_session_usage_sums_cached_and_reasoning_tokens() -> None:
