@@ -107,6 +107,9 @@ class SubagentsConfig(BaseModel):
 #: Which request field each capability serves.
 _NEEDS = (("persona", "persona"), ("tool_filter", "tool_filter"), ("max_depth", "depth_limit"))
 
+#: The keys a request's ``tool_filter`` may have (the arguments of ``tools.restrict``).
+_FILTER_KEYS = frozenset({"allow", "deny"})
+
 #: The stop reason of a child whose turn ended with this kind.
 _STOPS: dict[str, StopReason] = {
     "completed": "completed",
@@ -260,6 +263,21 @@ def _check_request(provider: SubagentProvider, request: object) -> None:
                 f'subagent provider "{provider.name}" does not support the '
                 f'"{capability}" capability'
             )
+    tool_filter: object = request.tool_filter
+    if tool_filter is not None and (
+        not isinstance(tool_filter, Mapping) or not set(tool_filter) <= _FILTER_KEYS
+    ):
+        raise SubagentArgumentError(
+            f"invalid tool_filter {tool_filter!r}: expected a mapping with the keys "
+            '"allow" and/or "deny"'
+        )
+    max_depth: object = request.max_depth
+    if max_depth is not None and (
+        isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
+    ):
+        raise SubagentArgumentError(
+            f"invalid max_depth {max_depth!r}: expected a non-negative integer"
+        )
     if request.max_depth is not None:
         depth = delegation_depth(request.parent) + 1
         if depth > request.max_depth:

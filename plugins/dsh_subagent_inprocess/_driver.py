@@ -8,6 +8,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
+
 from dsh import Disposer, Plugin
 from dsh_session import Session, SessionEvent, SessionHeader
 from dsh_subagent import (
@@ -58,8 +60,12 @@ def result_of(session: Session, turn: int, seed_length: int) -> SubagentResult:
                 output = text
                 break
     diagnostic: str | None = None
-    if reason is None:
+    if reason is None or (stop == "aborted" and reason.get("reason") == "disposed"):
+        # Whether the turn recorded its end before the child's disposal settled the run
+        # depends on task order: one wording for both.
         diagnostic = "the subagent was disposed before its run ended"
+    elif stop == "aborted" and reason.get("reason") == "user":
+        diagnostic = "the subagent's turn was cancelled"
     elif stop != "completed":
         message = reason.get("message") or reason.get("reason")
         code = reason.get("code")
@@ -134,6 +140,10 @@ async def start_in_process(
             try:
                 await child.when_idle()
             finally:
+                # Disposed mid-turn: let the turn record its end (and the partial
+                # answer) first; the same disposal is cancelling it.
+                with anyio.CancelScope(shield=True):
+                    await session.writing.idle()
                 outcome.set(result_of(session, turn, len(seed)))
 
         child.send(request.prompt)
@@ -183,7 +193,8 @@ def provider_plugin(provider: str, *, inherits_parent_context: bool, name: str) 
 
     namespace = {
         "name": name,
-        "inject": ("subagents",),
+        # It declares a session event type as well as registering the provider.
+        "inject": ("subagents", "sessions"),
         "setup": setup,
         "__doc__": (
             f"Registers the subagent provider ``{provider}`` "

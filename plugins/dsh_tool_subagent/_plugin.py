@@ -200,8 +200,8 @@ class ToolSubagent(Plugin):
             model=config.model,
         )
         run = await self.ctx.subagents.start(config.provider, request)
+        remember(self.ctx, run.agent, args.description)
         if getattr(args, "run_in_background", False):
-            remember(self.ctx, run.id, args.description)
             _notify_when_settled(run, parent)
             return f"started subagent {run.id}"
         return await _foreground(run)

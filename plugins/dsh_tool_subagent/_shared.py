@@ -76,9 +76,21 @@ def claim_tool_name(ctx: Context, name: str) -> Disposer:
     return ctx.effect(body, label=f"subagent tool name {name}")
 
 
-def remember(ctx: Context, subagent_id: str, description: str) -> None:
-    """Keep the label of a background subagent for ``list_agents``."""
-    _shared(ctx).descriptions[subagent_id] = description
+def remember(ctx: Context, child: Any, description: str) -> None:
+    """Keep the label of subagent ``child`` for ``list_agents`` while the child lives
+    (it is forgotten with the child's scope)."""
+    descriptions = _shared(ctx).descriptions
+    child_id: str = child.id
+
+    def body() -> Callable[[], None]:
+        descriptions[child_id] = description
+        return functools.partial(_forget, descriptions, child_id)
+
+    child.ctx.effect(body, label=f"subagent label {child_id}")
+
+
+def _forget(descriptions: dict[str, str], child_id: str) -> None:
+    del descriptions[child_id]
 
 
 class SendMessageArgs(BaseModel):
