@@ -162,6 +162,13 @@ def _run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 1
+        if not isinstance(frontend, StdioAgent):
+            other = getattr(frontend, "name", type(frontend).__name__)
+            raise CommandError(
+                f'{path}: the deployment has another front-end ("{other}"); dsh run talks '
+                "through stdio-agent: remove that entry (or run the command it is for, "
+                "such as dsh acp)"
+            )
         # Only what is asked for: a front-end that lacks a feature keeps the plain
         # signature `run(*, agent_id, prompt)` for the runs that do not use it.
         extra: dict[str, Any] = {}

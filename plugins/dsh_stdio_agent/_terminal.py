@@ -25,9 +25,10 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 
+from dsh import counted
 from dsh_agent import Agent
 from dsh_llm import Usage
-from dsh_session import Session, SessionEvent
+from dsh_session import Session, SessionEvent, describe_session
 
 from ._service import (
     EXIT_INTERRUPTED,
@@ -425,15 +426,13 @@ class TerminalChat(_Chat):
         usage = session_usage(session)
         turns = session.last_turn()
         spent = "no tokens recorded" if usage is None else usage_text(usage)
-        self.say(f"{turns} turn{'s' if turns != 1 else ''}: {spent}")
+        self.say(f"{counted(turns, 'turn')}: {spent}")
 
     def show_sessions(self) -> None:
         home = self.owner.home_ctx
         if not home.events.event("session/list").listeners():
             self.view.note("no session persistence is configured (add session-jsonl)")
             return
-        from dsh_session._cli import describe_session
-
         stored = home.sessions.stored()
         current = self.agent.session.id
         lines = [("* " if item.id == current else "  ") + describe_session(item) for item in stored]

@@ -14,7 +14,7 @@ import pytest
 from dsh import cli
 from dsh.testing import write_deployment
 from dsh_llm import Usage
-from dsh_session._cli import TITLE_CHARS, describe_session, short_title
+from dsh_session import TITLE_CHARS, describe_session, short_title
 from tests.support import HELLO, echo_deployment, run_dsh
 
 

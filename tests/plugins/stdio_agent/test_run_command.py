@@ -72,6 +72,17 @@ def test_run_uses_the_deployment_front_end(
     assert capsys.readouterr().out == "The echo tool returned: from b\n"
 
 
+def test_run_refuses_a_deployment_with_another_front_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = echo_deployment(tmp_path, TWO_AGENTS, "- {id: editor, name: acp}\n")
+    assert cli.main(["run", str(path), "-p", "hi"]) == 1
+    assert capsys.readouterr().err == (
+        f'{path}: the deployment has another front-end ("acp"); dsh run talks through '
+        "stdio-agent: remove that entry (or run the command it is for, such as dsh acp)\n"
+    )
+
+
 def test_run_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", str(HELLO), "-p", "hi"]) == 1
     assert capsys.readouterr().err == (
