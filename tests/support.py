@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -59,6 +60,32 @@ def run_dsh(
         timeout=timeout,
         check=False,
     )
+
+
+def run_dsh_into_closed_pipe(
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m dsh ARGS | head -1`` once ``head`` has gone: stdout is a pipe whose
+    reading end is closed, so the first write fails with EPIPE; stderr is captured."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "dsh", *args],
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
 
 
 def event_types(session: Session) -> list[str]:

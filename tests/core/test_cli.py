@@ -21,7 +21,7 @@ import pytest
 import dsh
 from dsh import Command, _commands, cli
 from dsh.testing import write_deployment
-from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment
+from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment, run_dsh_into_closed_pipe
 
 
 def test_check_ok(capsys: pytest.CaptureFixture[str]) -> None:
@@ -419,20 +419,7 @@ def test_output_flushed_at_exit_into_a_closed_pipe_ends_quietly(tmp_path: Path) 
     site = install_throwaway_package(tmp_path / "site", GREET_ENTRY_POINTS)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
     env.pop("PYTHONUNBUFFERED", None)
-    read, write = os.pipe()
-    os.close(read)  # nobody reads
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "dsh", "greet", "nobody"],
-            env=env,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(write)
+    done = run_dsh_into_closed_pipe("greet", "nobody", env=env)
     assert done.stderr == ""
     assert done.returncode == 128 + signal.SIGPIPE
 
@@ -441,19 +428,7 @@ def test_output_flushed_at_exit_into_a_closed_pipe_ends_quietly(tmp_path: Path) 
     "words", [["plugins"], ["prompt", str(ECHO)], ["check", str(ECHO)]], ids=lambda w: w[0]
 )
 def test_every_command_into_a_closed_pipe_ends_quietly(words: list[str]) -> None:
-    read, write = os.pipe()
-    os.close(read)  # `dsh ... | head -1` once head has gone
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "dsh", *words],
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(write)
+    done = run_dsh_into_closed_pipe(*words)
     assert done.stderr == ""
     assert done.returncode == 128 + signal.SIGPIPE
 

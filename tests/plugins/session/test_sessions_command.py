@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,7 +12,7 @@ from dsh import cli
 from dsh.testing import write_deployment
 from dsh_llm import Usage
 from dsh_session import TITLE_CHARS, describe_session, short_title
-from tests.support import HELLO, echo_deployment, run_dsh
+from tests.support import HELLO, echo_deployment, run_dsh, run_dsh_into_closed_pipe
 
 
 def test_sessions_and_resume(
@@ -128,20 +125,7 @@ def test_sessions_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
     path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
     assert run_dsh("run", str(path), "-p", "echo hi", cwd=tmp_path).returncode == 0
-    read, write = os.pipe()
-    os.close(read)  # `dsh sessions FILE | head -1` once head has gone
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "dsh", "sessions", str(path)],
-            cwd=tmp_path,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(write)
+    done = run_dsh_into_closed_pipe("sessions", str(path), cwd=tmp_path)
     assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")
 
 

@@ -7,15 +7,19 @@ import io
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dsh import cli
 from dsh_stdio_agent._cli import piped_stdin, with_context
-from tests.support import ECHO, echo_deployment, run_dsh, without_session_line
+from tests.support import (
+    ECHO,
+    echo_deployment,
+    run_dsh,
+    run_dsh_into_closed_pipe,
+    without_session_line,
+)
 
 #: The echo model's answer to a message that is not `echo ...`.
 YOU_SAID = "You said: {}. Try `echo <words>`.\n"
@@ -125,20 +129,7 @@ def test_a_failed_turn_fails_a_piped_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("output", ["text", "json"])
 def test_a_reader_that_goes_away_ends_a_run_quietly(output: str) -> None:
-    read, write = os.pipe()
-    os.close(read)  # `dsh run FILE -p ... | head -1` once head has gone
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "dsh", "run", str(ECHO), "-p", "hello", "--output", output],
-            stdin=subprocess.DEVNULL,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(write)
+    done = run_dsh_into_closed_pipe("run", str(ECHO), "-p", "hello", "--output", output)
     assert "Traceback" not in done.stderr
     assert "Broken pipe" not in done.stderr
     assert done.returncode == 128 + signal.SIGPIPE
