@@ -281,9 +281,11 @@ async def test_writes_of_one_target_are_serialised_and_the_lock_goes_away() -> N
             # Both targets are being replaced and the second write of /w/f holds a share
             # of its lock: it waits its turn instead of replacing the file meanwhile.
             await until(
-                lambda: backend.calls.count("replace /w/g") == 1
-                and "replace /w/f" in backend.calls
-                and fs._locks["/w/f"].users == 2
+                lambda: (
+                    backend.calls.count("replace /w/g") == 1
+                    and "replace /w/f" in backend.calls
+                    and fs._locks["/w/f"].users == 2
+                )
             )
             assert backend.calls.count("replace /w/f") == 1
             backend.gate.set()
