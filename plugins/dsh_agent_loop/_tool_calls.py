@@ -10,6 +10,8 @@ from dsh_llm import ToolCallBlock
 from dsh_tools import ToolCall, ToolResult
 
 if TYPE_CHECKING:
+    from dsh_session import Session
+
     from ._agent import LoopAgent
 
 __all__ = ["ABORTED", "ABORTED_BEFORE_DISPATCH", "run_tool_calls"]
@@ -20,6 +22,22 @@ ABORTED = ToolResult("Error: tool call aborted", is_error=True, code="ABORTED")
 ABORTED_BEFORE_DISPATCH = ToolResult(
     "Error: tool call aborted before dispatch", is_error=True, code="ABORTED_BEFORE_DISPATCH"
 )
+
+
+def _log_result(
+    session: Session, turn: int, step: int, call: ToolCallBlock, result: ToolResult
+) -> None:
+    data: dict[str, Any] = {
+        "turn": turn,
+        "step": step,
+        "call_id": call.id,
+        "name": call.name,
+        "content": result.content,
+        "is_error": result.is_error,
+    }
+    if result.code is not None:
+        data["code"] = result.code
+    session.append("tool/result", data)
 
 
 async def run_tool_calls(
@@ -44,6 +62,38 @@ async def run_tool_calls(
                 "arguments": call.arguments,
             },
         )
+    if len(calls) == 1:
+        await _run_one(agent, session, turn, step, calls[0])
+    else:
+        await _run_many(agent, turn, step, calls, limit)
+
+
+async def _run_one(
+    agent: LoopAgent, session: Session, turn: int, step: int, call: ToolCallBlock
+) -> None:
+    """The fast path of a step with one call: no task, no task group, no semaphore.
+
+    The outcomes are those of :func:`_run_many`: a turn cancelled before the call is
+    dispatched gives :data:`ABORTED_BEFORE_DISPATCH`, one cancelled while it runs (or a
+    tool that cancels its own call's scope) gives :data:`ABORTED`.
+    """
+    result = ABORTED_BEFORE_DISPATCH
+    try:
+        # Where the concurrent path's slot acquisition would notice a pending cancel.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        result = ABORTED
+        with anyio.CancelScope() as scope:
+            result = await agent.ctx.tools.execute(
+                call.name, call.arguments, ToolCall(call.id, agent=agent, cancel_scope=scope)
+            )
+    finally:
+        _log_result(session, turn, step, call, result)
+
+
+async def _run_many(
+    agent: LoopAgent, turn: int, step: int, calls: list[ToolCallBlock], limit: int
+) -> None:
+    session = agent.session
     count = len(calls)
     results: list[ToolResult | None] = [None] * count
     started = [False] * count
@@ -61,18 +111,7 @@ async def run_tool_calls(
                     return
                 result = ABORTED if started[i] else ABORTED_BEFORE_DISPATCH
             committed = i + 1
-            call = calls[i]
-            data: dict[str, Any] = {
-                "turn": turn,
-                "step": step,
-                "call_id": call.id,
-                "name": call.name,
-                "content": result.content,
-                "is_error": result.is_error,
-            }
-            if result.code is not None:
-                data["code"] = result.code
-            session.append("tool/result", data)
+            _log_result(session, turn, step, calls[i], result)
 
     async def run(i: int, call: ToolCallBlock) -> None:
         try:

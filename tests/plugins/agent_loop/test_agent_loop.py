@@ -1423,6 +1423,72 @@ async def test_a_tool_that_cancels_its_own_call_gets_an_aborted_result() -> None
         assert ends(agent.session) == [{"kind": "completed"}]
 
 
+async def test_a_single_call_cancelled_mid_run_records_an_aborted_result() -> None:
+    # One call takes the fast path (no task group): the cancel still reaches it, its
+    # result is logged as aborted and the next turn has a valid history.
+    async with loop_rig() as r:
+        gates = Gates()
+        r.tool("gate", gates.tool)
+        r.model.reply(gate_calls("solo"), text("ok"))
+        agent = r.agent()
+        agent.send("go")
+        await gates.event(gates.started, "solo").wait()
+        agent.cancel()
+        await agent.when_idle()
+        assert gates.record == ["start solo"]
+        (result,) = event_data(agent.session, "tool/result")
+        assert (result["call_id"], result["content"], result["is_error"], result["code"]) == (
+            "solo",
+            ABORTED.content,
+            True,
+            "ABORTED",
+        )
+        assert boundaries(agent.session)[-2:] == ["step/end", "turn/end"]
+        assert ends(agent.session) == [{"kind": "aborted", "reason": "user"}]
+        await run(agent, "again")
+        roles = [m.role for m in r.model.requests[1].messages]
+        assert roles == ["user", "assistant", "tool", "user"]
+
+
+async def test_a_single_call_cancelled_before_dispatch_never_starts() -> None:
+    # A listener cancels the turn when the call is logged: the call is not dispatched.
+    async with loop_rig() as r:
+        gates = Gates()
+        r.tool("gate", gates.tool)
+        r.model.reply(gate_calls("late"))
+        agent = r.agent()
+
+        def cancel_on_call(session: Session, event: SessionEvent) -> None:
+            if event.type == "tool/call":
+                agent.cancel()
+
+        r.root.on("session/event", cancel_on_call)
+        await run(agent, "go")
+        assert gates.record == []
+        (result,) = event_data(agent.session, "tool/result")
+        assert result["code"] == "ABORTED_BEFORE_DISPATCH"
+        assert ends(agent.session) == [{"kind": "aborted", "reason": "user"}]
+
+
+async def test_a_single_call_runs_in_the_driving_task() -> None:
+    # The fast path awaits the tool in the agent's own task: what the tool sees of the
+    # call is the same as on the concurrent path.
+    async with loop_rig() as r:
+        seen: list[object] = []
+
+        async def probe(args: Args, call: ToolCall) -> str:
+            seen.extend([call.id, call.agent, call.cancelled])
+            return "probed"
+
+        r.tool("probe", probe)
+        r.model.reply(tool_calls(tool_call("probe", id="p1")), text("ok"))
+        agent = r.agent()
+        await run(agent, "go")
+        assert seen == ["p1", agent, False]
+        (result,) = event_data(agent.session, "tool/result")
+        assert result["content"] == "probed"
+
+
 async def test_tool_errors_become_results_and_the_turn_goes_on() -> None:
     async with loop_rig() as r:
 
