@@ -263,6 +263,7 @@ class LoopAgent:
     async def _steps(self, turn: int, messages: list[Message]) -> dict[str, Any]:
         session = self.session
         ctx = self.ctx
+        loop = self._loop
         pending = messages
         max_tokens = False
         step = 0
@@ -273,14 +274,24 @@ class LoopAgent:
             await anyio.lowlevel.checkpoint_if_cancelled()
             pending.extend(self._steering)
             self._steering.clear()
-            sent = await ctx.waterfall(
-                "agent/pre-step", self, pending, turn, step, inner=_returning(pending), scope=self
-            )
-            if not isinstance(sent, list | tuple) or not all(isinstance(m, Message) for m in sent):
-                raise AgentTypeError(
-                    "an agent/pre-step listener must return a list of dsh_llm.Message, "
-                    f"got {sent!r}"
+            sent: Any = pending
+            if loop.pre_step.heard(self):  # an empty waterfall is skipped, not run
+                sent = await ctx.waterfall(
+                    "agent/pre-step",
+                    self,
+                    pending,
+                    turn,
+                    step,
+                    inner=_returning(pending),
+                    scope=self,
                 )
+                if not isinstance(sent, list | tuple) or not all(
+                    isinstance(m, Message) for m in sent
+                ):
+                    raise AgentTypeError(
+                        "an agent/pre-step listener must return a list of dsh_llm.Message, "
+                        f"got {sent!r}"
+                    )
             if step == 1 and not sent:
                 # A listener took every message (a command handled locally, say).
                 return {"kind": "completed"}
@@ -300,14 +311,15 @@ class LoopAgent:
                 turn=turn,
                 step=step,
             )
-            request = await ctx.waterfall(
-                "agent/request", self, request, inner=_returning(request), scope=self
-            )
-            if not isinstance(request, LlmRequest):
-                raise AgentTypeError(
-                    "an agent/request listener must return a dsh_llm.LlmRequest, got "
-                    f"{type(request).__name__}"
+            if loop.request.heard(self):
+                request = await ctx.waterfall(
+                    "agent/request", self, request, inner=_returning(request), scope=self
                 )
+                if not isinstance(request, LlmRequest):
+                    raise AgentTypeError(
+                        "an agent/request listener must return a dsh_llm.LlmRequest, got "
+                        f"{type(request).__name__}"
+                    )
             if not request.model:
                 raise NoModelError(
                     f'agent "{self.id}" has no model: give it one (agents.create(model=...) '

@@ -72,6 +72,10 @@ class AgentLoop(Plugin):
         super().__init__(ctx, config)
         self._ids = itertools.count(1)
         self._agents: dict[LoopAgent, None] = {}
+        events = ctx.events
+        #: The agent waterfalls, looked up once: a step skips one nobody listens to.
+        self.pre_step = events.event("agent/pre-step")
+        self.request = events.event("agent/request")
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx

@@ -173,12 +173,14 @@ class Llm(Service):
             raise LlmRequestError(
                 f"llm.stream needs a dsh_llm.LlmRequest, got {type(given).__name__}"
             )
-        request = await self.home_ctx.waterfall("llm/request", request, inner=lambda: request)
-        if not isinstance(request, LlmRequest):
-            raise LlmRequestError(
-                "an llm/request listener returned "
-                f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
-            )
+        home = self.home_ctx
+        if home.events.event("llm/request").listeners():  # an empty waterfall is skipped
+            request = await home.waterfall("llm/request", request, inner=lambda: request)
+            if not isinstance(request, LlmRequest):
+                raise LlmRequestError(
+                    "an llm/request listener returned "
+                    f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
+                )
         adapter = self._routes.get(request.model)
         if adapter is None:
             known = ", ".join(self.models()) or "(none)"
