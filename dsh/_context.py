@@ -83,7 +83,9 @@ class Context:
         cancels = native_cancels()
         with anyio.CancelScope(shield=True):
             root._disposed = True
-            await root._teardown()
+            rest = root._teardown()
+            if rest is not None:
+                await rest
             await rt.settle()
             root.state = FiberState.DISPOSED
         assert rt.tg is not None
@@ -287,9 +289,21 @@ class Context:
         return await self._rt.events.waterfall(name, args, inner, scope)
 
 
-def _reset_root(root: Fiber) -> Awaitable[None]:
+def _reset_root(root: Fiber) -> Awaitable[None] | None:
+    """Undo the root's effects (the root stays active): the synchronous parts now."""
+    began, rest = root._begin_unwinds()
+    if rest is None:
+        _log_root_errors(root, began)
+        return None
+
     async def reset() -> None:
-        for exc in await root.dispose_effects():
-            root.logger.error("error while disposing the root's effects", exc_info=exc)
+        await rest
+        _log_root_errors(root, began)
 
     return reset()
+
+
+def _log_root_errors(root: Fiber, began: list[Disposer]) -> None:
+    for d in began:
+        for exc in d._errors:
+            root.logger.error("error while disposing the root's effects", exc_info=exc)
