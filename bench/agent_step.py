@@ -97,6 +97,7 @@ ECHO_ARGS = {"text": ECHOED}
 ECHO_JSON = '{"text": "hello"}'
 FINAL = "Done: every echo came back."
 MODEL = "scripted"
+SHORT = "short"
 CHUNKS_PER_REPLY = 5
 
 IMPLS = ("floor", "pydantic-ai", "openai-agents", "dsh")
@@ -337,6 +338,7 @@ async def make_dsh(root: dsh.Context) -> Callable[[], Awaitable[object]]:
     root.plugin(AgentCore, {"persona": INSTRUCTIONS})
     await root.settle()
     root.llm.register_adapter([MODEL], ScriptedAdapter())
+    root.llm.register_adapter([SHORT], ShortAdapter())
     root.tools.register(
         Tool(name="echo", description=ECHO_DESCRIPTION, parameters=EchoArgs, execute=dsh_echo)
     )
@@ -457,6 +459,46 @@ def dsh_lifecycle(root: dsh.Context, batch: int) -> Callable[[], Awaitable[objec
     return go
 
 
+class ShortAdapter:
+    """Answers every request with one short text block (no tool call)."""
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
+        yield BlockStart(0, "text")
+        yield TextDelta(0, "ok")
+        yield BlockEnd(0)
+        yield UsageChunk(DSH_USAGE)
+        yield Finish("stop")
+
+
+async def observed_turns(root: dsh.Context, agents: int, turns: int, rounds: int) -> float:
+    """Median seconds per agent-turn with ``agents`` live agents, each observed by one
+    ``session/event`` listener registered through its own ``agent.ctx``; ``turns``
+    agents take one short turn per round."""
+    made: list[Agent] = [root.agents.create(model=SHORT) for _ in range(agents)]
+    heard = [0]
+
+    def observe(session: Session, event: object) -> None:
+        heard[0] += 1
+
+    for agent in made:
+        agent.ctx.on("session/event", observe)
+    busy = made[:turns]
+
+    async def go() -> None:
+        for agent in busy:
+            agent.send(PROMPT)
+            await agent.when_idle()
+
+    await go()  # warm-up
+    samples = await sample_async({"turns": go}, rounds)
+    # Each observer heard its own agent's events, and only those.
+    expected = sum(len(agent.session.events) for agent in busy)
+    assert heard[0] == expected, (heard[0], expected)
+    for agent in made:
+        await agent.dispose()
+    return statistics.median(samples["turns"]) / len(busy)
+
+
 async def profile_dsh(run: Callable[[], Awaitable[object]], runs: int, top: int) -> None:
     """cProfile ``runs`` dsh runs at N=100 and print the top entries."""
     profiler = cProfile.Profile()
@@ -544,6 +586,13 @@ async def main(quick: bool, profile: bool) -> None:
         print(
             "\ndsh agent create + dispose without a turn (inside every dsh run above): "
             f"{statistics.median(lifecycle['lifecycle']) / 20 * 1e6:.1f} us"
+        )
+        few = await observed_turns(root, 10, 10, rounds)
+        many = await observed_turns(root, 1000, 10, rounds)
+        print(
+            "dsh one session/event observer per agent (registered through agent.ctx), "
+            f"per agent-turn: M=10 {few * 1e6:.1f} us, M=1000 {many * 1e6:.1f} us "
+            f"({many / few:.2f}x; flat in M = 1x)"
         )
         residue = await dsh_residue(root, runs[DSH])
         print(f"dsh after 50 more runs (create, run, dispose): {residue}")

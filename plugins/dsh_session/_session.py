@@ -118,6 +118,7 @@ class Session:
         "_messages",
         "_on_append",
         "_open",
+        "_scope",
         "events",
         "header",
         "writing",
@@ -137,6 +138,9 @@ class Session:
                     f'session "{header.id}" log is not contiguous: event {seq} has seq {event.seq}'
                 )
         self._on_append = on_append
+        #: The scope key of the context that entered the session into the store (its
+        #: agent): the store publishes the session's events with ``scope=`` it.
+        self._scope: object = None
         #: The event types plugins declared (set by the store while the session is in it).
         self._declared = _NONE_DECLARED
         #: Work appending to this session now (the agent loop holds it for each turn):

@@ -1586,6 +1586,30 @@ async def test_the_request_header_is_logged_again_when_it_changes() -> None:
         assert [(d["turn"], d["header"]["tools"]) for d in headers] == [(1, []), (3, ["noop"])]
 
 
+# -- observers ----------------------------------------------------------------------------
+
+
+async def test_a_session_event_listener_on_agent_ctx_hears_only_that_agent() -> None:
+    async with loop_rig() as r:
+        r.model.respond = lambda request: "ok"
+        agents = [r.agent(f"a{i}") for i in range(3)]
+        heard: dict[str, list[str]] = {agent.id: [] for agent in agents}
+        everything: list[str] = []
+        for agent in agents:
+
+            def listener(session: Session, event: SessionEvent, mine: str = agent.id) -> None:
+                assert session.header.meta["agent"] == mine
+                heard[mine].append(event.type)
+
+            agent.ctx.on("session/event", listener)
+        r.root.on("session/event", lambda session, event: everything.append(event.type))
+        for agent in agents:
+            await run(agent, "hi")
+        for agent in agents:
+            assert heard[agent.id] == event_types(agent.session)
+        assert len(everything) == sum(len(a.session.events) for a in agents)
+
+
 # -- creating agents (67 and the factory's arguments) -------------------------------------
 
 

@@ -260,6 +260,35 @@ async def test_create_get_list_and_publish() -> None:
         assert heard.events == [(session, event)]
 
 
+async def test_a_scoped_listener_hears_only_the_sessions_of_its_scope() -> None:
+    mine, other = object(), object()
+    async with store() as (root, sessions, heard):
+        scoped: list[tuple[str, Session]] = []
+
+        def on_event(session: Session, event: SessionEvent) -> None:
+            scoped.append((event.type, session))
+
+        root.scoped(mine).on("session/created", lambda s: scoped.append(("created", s)))
+        root.scoped(mine).on("session/event", on_event)
+        root.scoped(mine).on("session/disposed", lambda s: scoped.append(("disposed", s)))
+        own = root.scoped(mine).sessions.prepare(id="own")
+        leave_own = root.scoped(mine).sessions.enter(own)
+        theirs = root.scoped(other).sessions.create(id="theirs")
+        unscoped = sessions.create(id="global")
+        for session in (own, theirs, unscoped):
+            session.append("turn/start", {"turn": 1})
+        await leave_own()
+        assert scoped == [("created", own), ("turn/start", own), ("disposed", own)]
+        # A global listener hears every session.
+        assert [s.id for s, _ in heard.events] == ["own", "theirs", "global"]
+        assert [s.id for s in heard.created] == ["own", "theirs", "global"]
+        assert [s.id for s in heard.disposed] == ["own"]
+        # Back out of the store and in globally: the session is no longer scoped.
+        sessions.enter(own)
+        own.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        assert len(scoped) == 3
+
+
 async def test_a_duplicate_id_is_refused() -> None:
     async with store() as (_root, sessions, heard):
         sessions.create(id="one")
