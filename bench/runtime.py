@@ -16,8 +16,8 @@ repository into the venv first, or its rows are skipped with a message::
 
   - dsh function plugins: ``apply(ctx, config)`` listening with ``ctx.on``;
   - dsh ``@hookimpl`` class plugins: a ``dsh.Plugin`` subclass whose listener is a
-    ``@dsh.hookimpl`` method, its ``setup`` making the same composite (yielding a
-    plain undo);
+    ``@dsh.hookimpl`` method, its ``setup`` making the composite (yielding the plain
+    undo: the hookimpl is registered by the runtime, not by the composite);
   - cordis-python: a function plugin listening with ``bus.through(ctx).on`` on the
     scope of its instance, the same composite through ``scope_of(ctx).effect``;
   - pluggy: register and unregister N objects with one hookimpl each (a listener
@@ -120,8 +120,8 @@ class HookMember(dsh.Plugin):
     def bench_event(self, payload: Any) -> None:
         return None
 
-    def setup(self) -> dsh.Disposer:
-        return self.ctx.effect(_wiring, label="composite")
+    def setup(self) -> None:
+        self.ctx.effect(_wiring, label="composite")
 
 
 def _group(member: object, count: int) -> Callable[[dsh.Context, None], None]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ._disposer import EffectBody
     from ._fiber import Fiber
 
-__all__ = ["Plugin", "PluginSpec", "Service", "plugin_spec"]
+__all__ = ["Plugin", "PluginSpec", "Service", "hookimpl_names", "plugin_spec"]
 
 
 class Plugin:
@@ -187,7 +187,7 @@ def _class_runner(cls: type[Plugin]) -> Callable[[Fiber, Context, Any], EffectBo
     def run(fiber: Fiber, ctx: Context, config: Any) -> EffectBody:
         instance = cls(ctx, config)
         fiber.instance = instance
-        if _hookimpl_names(cls):
+        if hookimpl_names(cls):
             fiber.register_hookimpls(instance)
         return instance.setup()
 
@@ -205,7 +205,7 @@ def _function_runner(fn: Callable[..., Any]) -> Callable[[Fiber, Context, Any], 
 _HOOKIMPLS: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
 
-def _hookimpl_names(cls: type) -> tuple[str, ...]:
+def hookimpl_names(cls: type) -> tuple[str, ...]:
     """Names of the ``@dsh.hookimpl`` methods of ``cls`` (cached per class)."""
     names = _HOOKIMPLS.get(cls)
     if names is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -12,13 +13,17 @@ from anyio.abc import TaskGroup
 
 from ._check import CoreSpecs
 from ._errors import InactiveContextError, ServiceConflictError
-from ._events import EventBus
+from ._events import Event, EventBus
 from ._plugin import PluginSpec, plugin_spec
 
 if TYPE_CHECKING:
     from ._fiber import Fiber
 
-__all__ = ["Runtime", "wait_settled"]
+__all__ = ["HookimplTable", "Runtime", "wait_settled"]
+
+#: What the ``@hookimpl`` methods of a plugin class listen with, validated once per
+#: runtime: (method name, event, the arguments it picks by name, where it goes).
+HookimplTable = tuple[tuple[str, Event, tuple[tuple[str, int], ...], str], ...]
 
 
 class _Provision:
@@ -51,6 +56,9 @@ class Runtime:
         self._idle: anyio.Event | None = None
         #: Fibers whose transition was requested, each with the context variables of
         #: the code that requested it; one task drives them (see :meth:`schedule`).
+        #: Per plugin class, its validated ``@hookimpl`` methods (weak: a class made at
+        #: run time is not kept alive by it).
+        self.hookimpls: weakref.WeakKeyDictionary[type, HookimplTable] = weakref.WeakKeyDictionary()
         self._queue: deque[tuple[Fiber, contextvars.Context]] = deque()
         self._flushing = False
 
