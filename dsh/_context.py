@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 
-from ._config import EntryInfo
 from ._disposer import Disposer, EffectBody, native_cancels
 from ._errors import ConfigError, DshError, ServiceNotFoundError
 from ._events import ALL_SCOPES, EventBus, Listener
 from ._fiber import Fiber, FiberState
 from ._plugin import Service, plugin_spec
 from ._runtime import Runtime
+
+if TYPE_CHECKING:
+    import logging
+
+    from ._config import EntryInfo
 
 __all__ = ["Context"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import logging
 import weakref
 from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pluggy
 
-from ._config import EntryInfo, validate_config
 from ._disposer import _UNWINDING, Disposer
 from ._errors import DshError, InactiveContextError, InvalidPluginError
 from ._events import Listener
@@ -20,6 +18,9 @@ from ._plugin import hookimpl_names
 from ._runtime import HookimplTable, wait_settled
 
 if TYPE_CHECKING:
+    import logging
+
+    from ._config import EntryInfo
     from ._context import Context
     from ._plugin import PluginSpec
     from ._runtime import Runtime
@@ -78,7 +79,7 @@ class Fiber:
         self.error: BaseException | None = None
         self.instance: Any = None
         self.provides: list[str] = []
-        self.logger = logging.getLogger(f"dsh.{self.name}")
+        self._logger: logging.Logger | None = None
         self.ctx: Context = Context._derive(runtime, self, scope)
         self._raw = raw_config
         self._effects: dict[Disposer, None] = {}
@@ -118,6 +119,26 @@ class Fiber:
         started it: how messages name the owner of something."""
         where = "" if self.entry is None else f" ({self.entry.where})"
         return f'plugin "{self.name}"{where}'
+
+    @property
+    def logger(self) -> logging.Logger:
+        """The plugin's logger, ``dsh.<plugin-name>`` (made on first use)."""
+        logger = self._logger
+        if logger is None:
+            import logging
+
+            logger = self._logger = logging.getLogger(f"dsh.{self.name}")
+        return logger
+
+    def _validate(self, raw: Any) -> Any:
+        """``raw`` checked against the plugin's ``Config`` (as it is when there is none)."""
+        assert self.spec is not None
+        model = self.spec.config_model
+        if model is None:
+            return raw
+        from ._config import validate_config
+
+        return validate_config(model, raw, self.name, self.entry)
 
     @property
     def is_active(self) -> bool:
@@ -361,7 +382,7 @@ class Fiber:
         self.error = None
         self._failed = _NEVER
         try:
-            self.config = validate_config(self.spec.config_model, self._raw, self.name, self.entry)
+            self.config = self._validate(self._raw)
             main = self.add_effect("setup")
             result = self.spec.run(self, self.ctx, self.config)
             if main._start(result):
@@ -399,8 +420,8 @@ class Fiber:
         self._failed = epoch
         # A deployment reports its entries' failures itself (one located line
         # each): its log record is for -v, where the traceback helps.
-        level = logging.ERROR if self.entry is None else logging.DEBUG
-        self.logger.log(level, "plugin %r failed to start", self.name, exc_info=exc)
+        log = self.logger.error if self.entry is None else self.logger.debug
+        log("plugin %r failed to start", self.name, exc_info=exc)
         self._set_state(FiberState.UNLOADING)
         rest = self._teardown()
         if rest is None:
@@ -512,7 +533,7 @@ class Fiber:
         self._check_plugin("updated")
         assert self.spec is not None
         if self.state is FiberState.ACTIVE:
-            validate_config(self.spec.config_model, config, self.name, self.entry)
+            self._validate(config)
         self._raw = config
         return await self.restart()
 

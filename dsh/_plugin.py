@@ -5,15 +5,14 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
-
-from pydantic import BaseModel
 
 from ._errors import InvalidPluginError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ._context import Context
     from ._disposer import EffectBody
     from ._fiber import Fiber
@@ -97,25 +96,46 @@ def _make_view_class(cls: type[Service]) -> type[Service]:
     return type(cls.__name__, (cls,), namespace)
 
 
-@dataclass(frozen=True, slots=True)
 class PluginSpec:
-    """What the runtime needs to know about one plugin object."""
+    """What the runtime needs to know about one plugin object (read-only by convention;
+    a plain slotted class: ``import dsh`` does not load ``dataclasses``)."""
 
-    obj: object
-    name: str
-    config_model: type[BaseModel] | None
-    inject: tuple[str, ...]
-    hookspecs: type | ModuleType | None
-    run: Callable[[Fiber, Context, Any], EffectBody]
-    #: The service key a ``dsh.Service`` subclass will provide, known before it loads.
-    provides: str | None = None
-    #: Service keys used when present; a change of their providers restarts the fiber.
-    optional: tuple[str, ...] = ()
+    __slots__ = (
+        "config_model",
+        "hookspecs",
+        "inject",
+        "name",
+        "obj",
+        "optional",
+        "provides",
+        "run",
+        "watches",
+    )
 
-    @property
-    def watches(self) -> tuple[str, ...]:
-        """Every service key whose provider matters to the fiber (injected or optional)."""
-        return self.inject + self.optional
+    def __init__(
+        self,
+        *,
+        obj: object,
+        name: str,
+        config_model: type[BaseModel] | None,
+        inject: tuple[str, ...],
+        hookspecs: type | ModuleType | None,
+        run: Callable[[Fiber, Context, Any], EffectBody],
+        provides: str | None = None,
+        optional: tuple[str, ...] = (),
+    ) -> None:
+        self.obj = obj
+        self.name = name
+        self.config_model = config_model
+        self.inject = inject
+        self.hookspecs = hookspecs
+        self.run = run
+        #: The service key a ``dsh.Service`` subclass will provide, known before it loads.
+        self.provides = provides
+        #: Service keys used when present; a change of their providers restarts the fiber.
+        self.optional = optional
+        #: Every service key whose provider matters to the fiber (injected or optional).
+        self.watches = inject + optional
 
 
 def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
@@ -148,9 +168,7 @@ def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
         )
     own_name = getattr(obj, "name", None)
     config_model = getattr(obj, "Config", None)
-    if config_model is not None and not (
-        inspect.isclass(config_model) and issubclass(config_model, BaseModel)
-    ):
+    if config_model is not None and not _is_model(config_model):
         raise InvalidPluginError(
             f"invalid plugin {default}: Config must be a pydantic BaseModel subclass"
         )
@@ -172,6 +190,13 @@ def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
         provides=obj.key if inspect.isclass(obj) and issubclass(obj, Service) else None,
         optional=optional,
     )
+
+
+def _is_model(config_model: object) -> bool:
+    # pydantic is imported here, not with dsh: a plugin that declares a Config has it.
+    from pydantic import BaseModel
+
+    return inspect.isclass(config_model) and issubclass(config_model, BaseModel)
 
 
 def _service_keys(obj: object, attr: str, plugin: str) -> tuple[str, ...]:

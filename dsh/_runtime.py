@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import TaskGroup
 
 from ._check import CoreSpecs
 from ._errors import InactiveContextError, ServiceConflictError
@@ -17,6 +16,8 @@ from ._events import Event, EventBus
 from ._plugin import PluginSpec, plugin_spec
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from ._fiber import Fiber
 
 __all__ = ["HookimplTable", "Runtime", "wait_settled"]

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._check import CheckReport
 from ._commands import (
     Command,
     CommandLoadError,
@@ -30,6 +29,7 @@ from ._commands import (
 from ._context import Context
 from ._fiber import Fiber
 from ._plugin import plugin_spec
+from ._report import CheckReport
 from ._resolve import installed_plugins
 
 __all__ = ["main"]
