@@ -229,7 +229,7 @@ class Context:
             return None
         value = prov.value
         if isinstance(value, Service):
-            return value._view(self)
+            return value._dsh_view(self)
         return value
 
     def __getattr__(self, key: str) -> Any:
@@ -249,7 +249,7 @@ class Context:
             )
         value = prov.value
         if isinstance(value, Service):
-            return value._view(self)
+            return value._dsh_view(self)
         return value
 
     # -- events -------------------------------------------------------------------------

@@ -65,7 +65,7 @@ class Service(Plugin):
         self.home_ctx = ctx
         ctx.provide(type(self).key, self)
 
-    def _view(self, caller: Context) -> Service:
+    def _dsh_view(self, caller: Context) -> Service:
         cls = type(self)
         # Kept on the class itself (not in a module-level table), so a service class
         # made at run time is collected with its view class once nothing uses it.
