@@ -68,3 +68,13 @@ def event_types(session: Session) -> list[str]:
 def event_data(session: Session, kind: str) -> list[Mapping[str, Any]]:
     """The data of ``session``'s events of type ``kind``, in order."""
     return [event.data for event in session.events if event.type == kind]
+
+
+def stored_seqs(records: list[Mapping[str, Any]]) -> list[int]:
+    """The event seqs the records of a session file hold, in order: one per record, and
+    one per chunk of a packed ``assistant/chunks`` row (its members follow its seq)."""
+    seqs: list[int] = []
+    for record in records:
+        count = len(record["data"]["chunks"]) if record["type"] == "assistant/chunks" else 1
+        seqs.extend(range(record["seq"], record["seq"] + count))
+    return seqs

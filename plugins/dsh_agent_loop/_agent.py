@@ -25,7 +25,6 @@ from dsh_llm import (
     LlmError,
     LlmRequest,
     Message,
-    chunk_to_json,
 )
 from dsh_scope import Scope
 from dsh_session import Session
@@ -297,13 +296,15 @@ class LoopAgent:
                 return {"kind": "completed"}
             for message in sent:
                 session.append(
-                    "user/message", {"turn": turn, "step": step, "message": message.to_json()}
+                    "user/message",
+                    {"turn": turn, "step": step, "message": message.to_json()},
+                    message=message,
                 )
             assembly = await ctx.system_prompt.assemble(assemble_context_for(self))
             system = render_prompt(assembly)
             request = LlmRequest(
                 model=self.model or "",
-                messages=tuple(session.derive_messages()),
+                messages=session.history(),
                 system=system or None,
                 tools=tuple(assembly.tools),
                 max_tokens=self.max_tokens,
@@ -340,7 +341,7 @@ class LoopAgent:
                 }
                 if result.usage is not None:
                     data["usage"] = result.usage.to_json()
-                session.append("assistant/message", data)
+                session.append("assistant/message", data, message=result.message)
                 max_tokens = max_tokens or finish.reason == "max-tokens"
                 calls = result.message.tool_calls
                 if calls:
@@ -374,10 +375,7 @@ class LoopAgent:
         try:
             async with aclosing(self._loop.ctx.llm.stream(request)) as chunks:
                 async for chunk in chunks:
-                    session.append(
-                        "assistant/chunk",
-                        {"turn": turn, "step": step, "chunk": chunk_to_json(chunk)},
-                    )
+                    session.append_chunk(turn, step, chunk)  # packed with the step's others
                     assembler.push(chunk)
         except anyio.get_cancelled_exc_class():
             self._keep_partial(turn, step, assembler)
@@ -390,12 +388,9 @@ class LoopAgent:
     def _keep_partial(self, turn: int, step: int, assembler: BlockAssembler) -> None:
         kept = assembler.interrupted_blocks()
         if kept:
+            message = Message("assistant", tuple(kept))
             self.session.append(
                 "assistant/message",
-                {
-                    "turn": turn,
-                    "step": step,
-                    "message": Message("assistant", tuple(kept)).to_json(),
-                    "interrupted": True,
-                },
+                {"turn": turn, "step": step, "message": message.to_json(), "interrupted": True},
+                message=message,
             )

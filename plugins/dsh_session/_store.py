@@ -10,7 +10,9 @@ from typing import Any, Protocol
 
 from dsh import Context, Disposer, Service, hookspec
 
-from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionError, SessionEvent, SessionHeader
+from ._event import SessionError, SessionEvent
+from ._packed import EventLog
+from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionHeader
 
 __all__ = ["SessionSpecs", "Sessions", "StoredSession"]
 
@@ -115,6 +117,7 @@ class Sessions(Service):
             session._on_append = self._publish
             session._declared = self._declared
             session._scope = scope
+            session._audience = self._bus.event("session/event")
             yield functools.partial(self._drop, session)
             self.home_ctx.emit("session/created", session, scope=scope)
 
@@ -126,6 +129,7 @@ class Sessions(Service):
         session._on_append = None
         session._declared = frozenset()
         session._scope = None
+        session._audience = None
         self.home_ctx.emit("session/disposed", session, scope=scope)
 
     def declare_event_types(self, *types: str) -> Disposer:
@@ -205,7 +209,9 @@ class Sessions(Service):
             raise SessionError(
                 f'a session/open listener answered "{session_id}" with the header {header!r}'
             )
-        return Session(header, list(events))
+        if not isinstance(events, EventLog):
+            events = list(events)  # the backend's list stays the backend's
+        return Session(header, events)
 
     async def resume(self, session_id: str) -> Session:
         """:meth:`load`, then hold the session in the store while the calling plugin

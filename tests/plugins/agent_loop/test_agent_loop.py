@@ -45,7 +45,7 @@ from dsh_llm import (
     ToolCallDelta,
     ToolResultBlock,
 )
-from dsh_session import Session, SessionEvent, Sessions
+from dsh_session import ChunkRun, Session, SessionEvent, Sessions
 from dsh_session_jsonl import SessionWriteError
 from dsh_system_prompt import (
     TOOL_ORDER_REST,
@@ -1584,6 +1584,37 @@ async def test_the_request_header_is_logged_again_when_it_changes() -> None:
         await run(agent, "c")
         headers = event_data(agent.session, "request/header")
         assert [(d["turn"], d["header"]["tools"]) for d in headers] == [(1, []), (3, ["noop"])]
+
+
+# -- streaming into the log ---------------------------------------------------------------
+
+
+async def test_a_streamed_answer_is_logged_as_one_packed_run_holding_its_text_once() -> None:
+    async with loop_rig() as r:
+        words = [f"w{i} " for i in range(1000)]
+        r.model.reply(text(*words))
+        heard: list[SessionEvent] = []
+
+        def on_event(session: Session, event: SessionEvent) -> None:
+            if event.type == "assistant/chunk":
+                heard.append(event)
+
+        agent = r.agent()
+        agent.ctx.on("session/event", on_event)
+        await run(agent, "stream")
+        session = agent.session
+        # One event per chunk, heard live and read back alike...
+        chunks = [e for e in session.events if e.type == "assistant/chunk"]
+        assert len(chunks) == len(words) + 3
+        assert heard == chunks
+        assert [c.data["chunk"]["text"] for c in chunks[1:-2]] == words
+        # ...stored as one run whose text is the answer's own string.
+        (packed,) = [row for row in session.events.rows() if isinstance(row, ChunkRun)]
+        assert len(packed) == len(chunks)
+        (answer,) = [m for m in session.history() if m.role == "assistant"]
+        assert packed.texts() == [answer.text]
+        assert packed.texts()[0] is answer.content[0].text  # type: ignore[union-attr]
+        assert len(session.events.rows()) == len(session.events) - len(chunks) + 1
 
 
 # -- observers ----------------------------------------------------------------------------

@@ -14,12 +14,14 @@ from dsh_llm import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from dsh_session import (
     COMMIT_EVENTS,
     EVENT_TYPES,
+    EventLog,
     Session,
     SessionError,
     SessionEvent,
     SessionHeader,
     Sessions,
 )
+from tests.plugins.session.session_support import fresh
 
 pytestmark = pytest.mark.anyio
 
@@ -63,10 +65,6 @@ def result(call_id: str, content: str, step: int = 1) -> dict[str, Any]:
         "content": content,
         "is_error": False,
     }
-
-
-def fresh() -> Session:
-    return Session(SessionHeader("s", 0.0))
 
 
 # -- the log ------------------------------------------------------------------------------
@@ -362,7 +360,7 @@ async def test_a_session_leaves_the_store_with_its_owner() -> None:
 # -- resume -------------------------------------------------------------------------------
 
 
-def stored_log() -> tuple[SessionHeader, list[SessionEvent]]:
+def stored_log() -> tuple[SessionHeader, EventLog]:
     session = Session(SessionHeader("stored", 1.0, "/srv"))
     session.append("turn/start", {"turn": 1})
     session.append("user/message", user("hi"))
@@ -397,8 +395,8 @@ async def test_resume_loads_through_session_open() -> None:
 
 async def test_resume_closes_a_turn_left_open_and_publishes_the_closing_events() -> None:
     async with store() as (root, sessions, heard):
-        header, events = stored_log()
-        events = [*events, SessionEvent(3, "turn/start", 2.0, {"turn": 2})]
+        header, stored = stored_log()
+        events = [*stored, SessionEvent(3, "turn/start", 2.0, {"turn": 2})]
 
         def open_session(session_id: str) -> Any:
             return header, events
@@ -411,8 +409,8 @@ async def test_resume_closes_a_turn_left_open_and_publishes_the_closing_events()
 
 async def test_a_resume_whose_repair_cannot_be_recorded_leaves_nothing_behind() -> None:
     async with store() as (root, sessions, _heard):
-        header, events = stored_log()
-        events = [*events, SessionEvent(3, "turn/start", 2.0, {"turn": 2})]
+        header, stored = stored_log()
+        events = [*stored, SessionEvent(3, "turn/start", 2.0, {"turn": 2})]
         failing = [True]
 
         def open_session(session_id: str) -> Any:
