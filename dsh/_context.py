@@ -146,7 +146,11 @@ class Context:
         *,
         name: str | None = None,
         entry: EntryInfo | None = None,
+        now: bool = False,
     ) -> Fiber:
+        """``plugin(...)``, for the runtime's own callers: ``name`` and ``entry`` say
+        where a deployment's plugin came from; ``now`` loads at once, before returning
+        (only for a body known to be the caller's own, e.g. a scope's empty one)."""
         parent = self._fiber
         parent.check_alive()
         rt = self._rt
@@ -161,7 +165,12 @@ class Context:
         rt.depend(fiber, spec.watches, spec.provides)
         if fiber._epoch() is not None:
             fiber.state = FiberState.LOADING
-            fiber.refresh()
+            if now:
+                fiber._driving = True
+                rt.transition_started()
+                fiber.drive()
+            else:
+                fiber.refresh()
         return fiber
 
     def effect(self, body: Callable[[], EffectBody], label: str = "effect") -> Disposer:
