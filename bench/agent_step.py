@@ -24,6 +24,14 @@ and the final text, so the workload cannot shrink.
   chunks, which dsh logs to the session and assembles; the peers get complete replies.
 
 Every scripted model reports the same token usage, so no peer spends time estimating it.
+
+After the table, dsh alone (with the peers where there are any): agent create + dispose;
+what 50 more runs leave behind; one ``session/event`` observer per agent through
+``agent.ctx`` at M=10 and M=1000 agents (flat in M); resuming a session of 1000 stored
+turns (making it, with its history derived, then its first turn, beside a turn on a
+fresh session); the memory a turn keeps when its answer streams as 1000 deltas (beside
+the same answer in one delta, and its text); the memory per idle agent beside an idle
+pydantic-ai and openai-agents ``Agent`` (tracemalloc).
 """
 
 from __future__ import annotations
@@ -595,7 +603,7 @@ async def idle_agent_memory(root: dsh.Context, count: int) -> dict[str, float]:
     try:
         before = _settled_bytes()
         made.extend(root.agents.create(model=MODEL) for _ in range(count))
-        for _ in range(3):  # every driver task starts and waits for a message
+        for _ in range(3):  # settled: an idle agent starts no driver task
             await anyio.lowlevel.checkpoint()
         dsh_bytes = (_settled_bytes() - before) / count
     finally:
@@ -735,6 +743,8 @@ async def main(quick: bool, profile: bool) -> None:
             "\ndsh agent create + dispose without a turn (inside every dsh run above): "
             f"{statistics.median(lifecycle['lifecycle']) / 20 * 1e6:.1f} us"
         )
+        residue = await dsh_residue(root, runs[DSH])
+        print(f"dsh after 50 more runs (create, run, dispose): {residue}")
         few = await observed_turns(root, 10, 10, rounds)
         many = await observed_turns(root, 1000, 10, rounds)
         print(
@@ -765,16 +775,15 @@ async def main(quick: bool, profile: bool) -> None:
             f"memory per idle agent (200 of each): {cells}; dsh / pydantic-ai "
             f"{idle[DSH] / idle[PAI]:.2f}x, dsh / openai-agents {idle[DSH] / idle[OAI]:.2f}x"
         )
-        residue = await dsh_residue(root, runs[DSH])
-        print(f"dsh after 50 more runs (create, run, dispose): {residue}")
         print(
             "\nNot like for like: per step dsh does more than the peers. Its adapter streams"
-            "\nfive chunks per reply, and dsh logs each chunk as a session event and assembles"
-            "\nthe blocks; a tool step appends ten session events in all. Each step also"
-            "\nassembles and renders the system prompt and runs the agent/pre-step,"
-            "\nagent/request and llm/request waterfalls. The peers take whole replies and"
-            "\nkeep no event log. Each dsh run also creates and disposes an agent: a scope"
-            "\nfiber, a session and a driver task. The peers reuse one Agent."
+            "\nfive chunks per reply, which dsh logs (one event each, packed per step) and"
+            "\nassembles; a tool step records ten session events in all. Each step also"
+            "\nassembles and renders the system prompt and offers the agent/pre-step,"
+            "\nagent/request and llm/request waterfalls (skipped when nobody listens). The"
+            "\npeers take whole replies and keep no event log. Each dsh run also creates and"
+            "\ndisposes an agent: a scope fiber, a session, and the driver task its first"
+            "\nmessage starts. The peers reuse one Agent."
         )
         if profile:
             await profile_dsh(runs[DSH], 3 if quick else 20, 30)

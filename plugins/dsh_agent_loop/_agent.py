@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from dsh import Context, DshError
+from dsh import Context, Disposer, DshError
 from dsh_agent import (
     AgentError,
     AgentTypeError,
@@ -80,6 +79,31 @@ class LoopAgent:
     drops what is queued.
     """
 
+    # "__dict__" keeps the handle open to attributes others attach; it is made only
+    # when one is.
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_abort_reason",
+        "_disposed",
+        "_driver",
+        "_header",
+        "_idle",
+        "_inbox",
+        "_loop",
+        "_scope",
+        "_status",
+        "_steering",
+        "_step",
+        "_turn_scope",
+        "_wake",
+        "ctx",
+        "id",
+        "max_tokens",
+        "model",
+        "session",
+    )
+
     def __init__(
         self,
         loop: AgentLoop,
@@ -94,7 +118,7 @@ class LoopAgent:
         self.session: Session
         self.ctx: Context
         self._scope: Scope
-        self._inbox: deque[list[Message]] = deque()
+        self._inbox: list[list[Message]] = []
         self._steering: list[Message] = []
         self._status = "idle"
         self._wake: anyio.Event | None = None
@@ -104,6 +128,8 @@ class LoopAgent:
         self._step = 0
         self._header: dict[str, Any] | None = None
         self._disposed = False
+        #: The driver task, started by the first message (an idle agent has none).
+        self._driver: Disposer | None = None
 
     def __repr__(self) -> str:
         return f"<LoopAgent {self.id!r} {self._status}>"
@@ -136,7 +162,9 @@ class LoopAgent:
         if self._disposed:
             raise AgentError(f'agent "{self.id}" is disposed; it takes no more messages')
         self._inbox.append(messages)
-        if self._wake is not None:
+        if self._driver is None:
+            self._driver = self.ctx.task(self.drive, label=f"agent {self.id}")
+        elif self._wake is not None:
             self._wake.set()
 
     def cancel(self) -> None:
@@ -161,6 +189,13 @@ class LoopAgent:
             if self._idle is None:
                 self._idle = anyio.Event()
             await self._idle.wait()
+
+    def _close(self) -> Awaitable[None] | None:
+        """The agent's scope is being undone: it takes no more messages, and what its
+        scope undoes next waits for the driver (if one started) to finish the turn."""
+        self._disposed = True
+        driver = self._driver
+        return None if driver is None else driver()
 
     async def dispose(self) -> None:
         """Abort the running turn (reason ``aborted``/``disposed``), wait for it to end,
@@ -208,7 +243,7 @@ class LoopAgent:
                     self._wake = anyio.Event()
                     await self._wake.wait()
                 self._wake = None
-                messages = self._inbox.popleft()
+                messages = self._inbox.pop(0)
                 # The scope exists before anyone hears "running": a cancel from a
                 # status listener already aborts this turn.
                 scope = self._turn_scope = anyio.CancelScope()
@@ -247,7 +282,7 @@ class LoopAgent:
             finally:
                 self._turn_scope = None
                 if self._steering and reason["kind"] != "aborted":
-                    self._inbox.appendleft(self._steering)
+                    self._inbox.insert(0, self._steering)
                 self._steering = []
                 try:
                     session.append("turn/end", {"turn": turn, "reason": reason})

@@ -1207,6 +1207,31 @@ async def test_disposing_the_owner_mid_turn_aborts_with_reason_disposed() -> Non
         assert r.errors == []
 
 
+async def test_an_idle_agent_has_no_driver_until_its_first_message() -> None:
+    async with loop_rig() as r:
+        made: list[LoopAgent] = []
+
+        def owner(ctx: Context, config: None) -> None:
+            made.append(ctx.agents.create("quiet", model="mock"))
+
+        fiber = await r.root.plugin(owner)
+        (quiet,) = made
+        busy = r.agent("busy")
+        assert quiet._driver is None
+        assert busy._driver is None
+        r.model.reply(text("ok"))
+        await run(busy, "hi")
+        assert busy._driver is not None
+        assert ends(busy.session) == [{"kind": "completed"}]
+        # Disposed by its owner without a turn ever run, it takes no more messages.
+        await fiber.dispose()
+        assert r.root.agents.get("quiet") is None
+        with pytest.raises(AgentError, match='agent "quiet" is disposed'):
+            quiet.send("anyone?")
+        assert quiet._driver is None
+        await quiet.when_idle()
+
+
 async def test_unloading_the_loop_disposes_every_agent_it_made() -> None:
     async with loop_rig() as r:
         made: list[LoopAgent] = []
