@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -298,6 +298,11 @@ class LoopAgent:
         session = self.session
         ctx = self.ctx
         loop = self._loop
+        # The services' views, taken once a turn: a provider cannot change under a
+        # running turn (the loop injects them: it restarts, and its agents go, first).
+        prompt = ctx.system_prompt
+        tools = ctx.tools
+        llm = loop.ctx.llm
         pending = messages
         max_tokens = False
         step = 0
@@ -308,24 +313,9 @@ class LoopAgent:
             await anyio.lowlevel.checkpoint_if_cancelled()
             pending.extend(self._steering)
             self._steering.clear()
-            sent: Any = pending
-            if loop.pre_step.heard(self):  # an empty waterfall is skipped, not run
-                sent = await ctx.waterfall(
-                    "agent/pre-step",
-                    self,
-                    pending,
-                    turn,
-                    step,
-                    inner=_returning(pending),
-                    scope=self,
-                )
-                if not isinstance(sent, list | tuple) or not all(
-                    isinstance(m, Message) for m in sent
-                ):
-                    raise AgentTypeError(
-                        "an agent/pre-step listener must return a list of dsh_llm.Message, "
-                        f"got {sent!r}"
-                    )
+            sent = (
+                await self._pre_step(pending, turn, step) if loop.pre_step.heard(self) else pending
+            )
             if step == 1 and not sent:
                 # A listener took every message (a command handled locally, say).
                 return {"kind": "completed"}
@@ -335,7 +325,7 @@ class LoopAgent:
                     {"turn": turn, "step": step, "message": message.to_json()},
                     message=message,
                 )
-            assembly = await ctx.system_prompt.assemble(assemble_context_for(self))
+            assembly = await prompt.assemble(assemble_context_for(self))
             system = render_prompt(assembly)
             request = LlmRequest(
                 model=self.model or "",
@@ -365,7 +355,7 @@ class LoopAgent:
             try:
                 session.append("step/start", {"turn": turn, "step": step})
                 self._log_header(turn, step, request)
-                result = await self._stream(turn, step, request)
+                result = await self._stream(turn, step, request, llm)
                 finish = result.finish
                 if finish.failure is not None:
                     raise LlmError(finish.failure)
@@ -381,13 +371,25 @@ class LoopAgent:
                 calls = result.message.tool_calls
                 if calls:
                     await run_tool_calls(
-                        self, turn, step, calls, self._loop.config.max_parallel_tool_calls
+                        self, turn, step, calls, loop.config.max_parallel_tool_calls, tools=tools
                     )
             finally:
                 session.append("step/end", {"turn": turn, "step": step})
             if not calls and not self._steering:
                 return {"kind": "max-tokens"} if max_tokens else {"kind": "completed"}
             pending = []
+
+    async def _pre_step(self, pending: list[Message], turn: int, step: int) -> Sequence[Message]:
+        """The ``agent/pre-step`` waterfall (run only when someone listens)."""
+        sent = await self.ctx.waterfall(
+            "agent/pre-step", self, pending, turn, step, inner=_returning(pending), scope=self
+        )
+        if not isinstance(sent, list | tuple) or not all(isinstance(m, Message) for m in sent):
+            raise AgentTypeError(
+                f"an agent/pre-step listener must return a list of dsh_llm.Message, got {sent!r}"
+            )
+        messages: Sequence[Message] = sent
+        return messages
 
     def _log_header(self, turn: int, step: int, request: LlmRequest) -> None:
         header: dict[str, Any] = {
@@ -402,13 +404,15 @@ class LoopAgent:
             self._header = header
             self.session.append("request/header", {"turn": turn, "step": step, "header": header})
 
-    async def _stream(self, turn: int, step: int, request: LlmRequest) -> AssembledMessage:
+    async def _stream(
+        self, turn: int, step: int, request: LlmRequest, llm: Any
+    ) -> AssembledMessage:
         """Stream the step's answer into the log; a stream that is cancelled or fails
         keeps what the user already saw as an interrupted assistant message."""
         assembler = BlockAssembler()
         session = self.session
         try:
-            async with aclosing(self._loop.ctx.llm.stream(request)) as chunks:
+            async with aclosing(llm.stream(request)) as chunks:
                 async for chunk in chunks:
                     session.append_chunk(turn, step, chunk)  # packed with the step's others
                     assembler.push(chunk)

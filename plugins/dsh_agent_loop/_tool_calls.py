@@ -41,11 +41,18 @@ def _log_result(
 
 
 async def run_tool_calls(
-    agent: LoopAgent, turn: int, step: int, calls: list[ToolCallBlock], limit: int
+    agent: LoopAgent,
+    turn: int,
+    step: int,
+    calls: list[ToolCallBlock],
+    limit: int,
+    *,
+    tools: Any = None,
 ) -> None:
     """Log every call, run them (at most ``limit`` at once, started in model order)
     and log each result as soon as the results before it are logged, so results are
-    recorded in the model's order whatever order the calls finish in.
+    recorded in the model's order whatever order the calls finish in. ``tools`` is
+    ``agent.ctx.tools`` (looked up when not given).
 
     When the turn is cancelled, a call that had started gets :data:`ABORTED` and one
     that had not gets :data:`ABORTED_BEFORE_DISPATCH`: every call gets a result.
@@ -62,15 +69,15 @@ async def run_tool_calls(
                 "arguments": call.arguments,
             },
         )
+    if tools is None:
+        tools = agent.ctx.tools
     if len(calls) == 1:
-        await _run_one(agent, session, turn, step, calls[0])
+        await _run_one(agent, tools, turn, step, calls[0])
     else:
-        await _run_many(agent, turn, step, calls, limit)
+        await _run_many(agent, turn, step, calls, limit, tools=tools)
 
 
-async def _run_one(
-    agent: LoopAgent, session: Session, turn: int, step: int, call: ToolCallBlock
-) -> None:
+async def _run_one(agent: LoopAgent, tools: Any, turn: int, step: int, call: ToolCallBlock) -> None:
     """The fast path of a step with one call: no task, no task group, no semaphore.
 
     The outcomes are those of :func:`_run_many`: a turn cancelled before the call is
@@ -83,22 +90,21 @@ async def _run_one(
         await anyio.lowlevel.checkpoint_if_cancelled()
         result = ABORTED
         with anyio.CancelScope() as scope:
-            result = await agent.ctx.tools.execute(
+            result = await tools.execute(
                 call.name, call.arguments, ToolCall(call.id, agent=agent, cancel_scope=scope)
             )
     finally:
-        _log_result(session, turn, step, call, result)
+        _log_result(agent.session, turn, step, call, result)
 
 
 async def _run_many(
-    agent: LoopAgent, turn: int, step: int, calls: list[ToolCallBlock], limit: int
+    agent: LoopAgent, turn: int, step: int, calls: list[ToolCallBlock], limit: int, *, tools: Any
 ) -> None:
     session = agent.session
     count = len(calls)
     results: list[ToolResult | None] = [None] * count
     started = [False] * count
     committed = 0
-    tools: Any = agent.ctx.tools
     slots = anyio.Semaphore(limit)
 
     def commit(final: bool) -> None:
