@@ -29,7 +29,13 @@ from dsh_agent import (
     NoModelError,
     StepBlocked,
 )
-from dsh_agent_loop import ABORTED, ABORTED_BEFORE_DISPATCH, AgentLoop, LoopAgent
+from dsh_agent_loop import (
+    ABORTED,
+    ABORTED_BEFORE_DISPATCH,
+    AgentLoop,
+    LoopAgent,
+    run_tool_calls,
+)
 from dsh_llm import (
     BlockStart,
     Chunk,
@@ -1512,6 +1518,25 @@ async def test_a_single_call_runs_in_the_driving_task() -> None:
         assert seen == ["p1", agent, False]
         (result,) = event_data(agent.session, "tool/result")
         assert result["content"] == "probed"
+
+
+async def test_run_tool_calls_alone_looks_the_tools_up_through_the_agent() -> None:
+    async with loop_rig() as r:
+
+        async def echo(args: Args, call: ToolCall) -> str:
+            return f"echo {args.text}"
+
+        r.tool("echo", echo)
+        agent = r.agent()
+        calls = [ToolCallBlock(f"c{i}", "echo", f'{{"text": "{i}"}}') for i in (1, 2)]
+        await run_tool_calls(agent, 1, 1, calls[:1], 4)
+        await run_tool_calls(agent, 1, 2, calls, 4)
+        results = event_data(agent.session, "tool/result")
+        assert [(d["step"], d["content"]) for d in results] == [
+            (1, "echo 1"),
+            (2, "echo 1"),
+            (2, "echo 2"),
+        ]
 
 
 async def test_tool_errors_become_results_and_the_turn_goes_on() -> None:
