@@ -250,8 +250,18 @@ class SessionLog:
         pending = self._pending
         for i, item in enumerate(pending):
             if isinstance(item, ChunkRun):
+                if self._broken is not None:
+                    raise SessionDataError(self._broken)
                 item.close()
-                pending[i] = encode(item.to_json())
+                try:
+                    pending[i] = encode(item.to_json())
+                except (TypeError, ValueError) as exc:
+                    self._broken = (
+                        f'session "{self.header.id}" cannot be persisted past seq '
+                        f"{item.seq0}: a chunk of turn {item.turn}, step {item.step} "
+                        f"carries data that is not JSON ({exc})"
+                    )
+                    raise SessionDataError(self._broken) from exc
         return b"".join(pending)  # type: ignore[arg-type]  # every run was encoded
 
     def flush(self) -> None:
@@ -350,7 +360,7 @@ class SessionLog:
         """Write what is buffered (errors are logged) and close the file."""
         try:
             self.flush()
-        except (SessionWriteError, SessionExistsError) as exc:
+        except (SessionWriteError, SessionExistsError, SessionDataError) as exc:
             _log.error("session %r: records lost when closing: %s", self.header.id, exc)
         finally:
             if self._fd is not None:

@@ -4,13 +4,20 @@ read back as one event per chunk; version-1 files keep a row per chunk."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dsh import Context
 from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, Message, TextBlock, TextDelta
 from dsh_session import ChunkRun, Session, Sessions
-from dsh_session_jsonl import FILE_NAME, FORMAT_VERSION, JsonlSessions, list_sessions
+from dsh_session_jsonl import (
+    FILE_NAME,
+    FORMAT_VERSION,
+    JsonlSessions,
+    SessionDataError,
+    list_sessions,
+)
 from dsh_session_jsonl._format import InvalidRecord, parse_event, parse_record
 from dsh_session_jsonl._log import load_session
 from tests.plugins.session_jsonl.jsonl_support import (
@@ -217,3 +224,24 @@ async def test_a_damaged_packed_row_before_a_turn_end_refuses_the_load(tmp_path:
     async with jsonl_runtime(tmp_path) as (_, sessions, _):
         with pytest.raises(Exception, match="seq 1 where 2 was expected"):
             await sessions.resume("seqs")
+
+
+async def test_a_chunk_that_is_not_json_stops_persisting_the_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    raw: Any = b"bytes"
+    async with jsonl_runtime(tmp_path) as (_, sessions, _):
+        session = sessions.create()
+        session.append("turn/start", {"turn": 1})
+        session.append_chunk(1, 1, TextDelta(0, raw))
+        answer = Message("assistant", (TextBlock("x"),)).to_json()
+        with pytest.raises(SessionDataError, match="past seq 1: a chunk of turn 1, step 1"):
+            session.append("assistant/message", {"turn": 1, "step": 1, "message": answer})
+        with pytest.raises(SessionDataError, match="past seq 1"):
+            session.append("step/end", {"turn": 1, "step": 1})
+        session.append_chunk(1, 2, TextDelta(0, "later"))
+        with pytest.raises(SessionDataError, match="past seq 1"):
+            session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    # Closing the file logs what could not be written instead of raising.
+    assert not (tmp_path / session.id / FILE_NAME).exists()
+    assert "records lost when closing" in caplog.text
