@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ def event_data(session: Session, kind: str) -> list[Mapping[str, Any]]:
     return [event.data for event in session.events if event.type == kind]
 
 
-def stored_seqs(records: list[Mapping[str, Any]]) -> list[int]:
+def stored_seqs(records: Sequence[Mapping[str, Any]]) -> list[int]:
     """The event seqs the records of a session file hold, in order: one per record, and
     one per chunk of a packed ``assistant/chunks`` row (its members follow its seq)."""
     seqs: list[int] = []

@@ -1223,18 +1223,21 @@ async def test_an_idle_agent_has_no_driver_until_its_first_message() -> None:
         fiber = await r.root.plugin(owner)
         (quiet,) = made
         busy = r.agent("busy")
-        assert quiet._driver is None
-        assert busy._driver is None
+
+        def started() -> list[bool]:
+            return [agent._driver is not None for agent in (quiet, busy)]
+
+        assert started() == [False, False]
         r.model.reply(text("ok"))
         await run(busy, "hi")
-        assert busy._driver is not None
+        assert started() == [False, True]
         assert ends(busy.session) == [{"kind": "completed"}]
         # Disposed by its owner without a turn ever run, it takes no more messages.
         await fiber.dispose()
         assert r.root.agents.get("quiet") is None
         with pytest.raises(AgentError, match='agent "quiet" is disposed'):
             quiet.send("anyone?")
-        assert quiet._driver is None
+        assert started() == [False, True]
         await quiet.when_idle()
 
 
