@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import marshal
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._types import AssembledSection, PromptAssembly, PromptSection, ToolProvider, ToolSchema
@@ -182,7 +181,7 @@ def _fresh_tools(memo: ToolMemo) -> list[ToolSchema]:
     ]
 
 
-def read_tools(assembly: PromptAssembly) -> Sequence[ToolSchema]:
+def read_tools(assembly: PromptAssembly) -> tuple[ToolSchema, ...]:
     """The tools of ``assembly`` for reading only (building a model request).
 
     While nobody has read ``assembly.tools`` these are the schemas the assembly's view
