@@ -87,6 +87,7 @@ class LoopAgent:
         "_abort_reason",
         "_disposed",
         "_driver",
+        "_ended",
         "_header",
         "_idle",
         "_inbox",
@@ -128,8 +129,10 @@ class LoopAgent:
         self._step = 0
         self._header: dict[str, Any] | None = None
         self._disposed = False
-        #: The driver task, started by the first message (an idle agent has none).
+        #: The driver task, started by the first message (an idle agent has none), and
+        #: whether it has ended.
         self._driver: Disposer | None = None
+        self._ended = False
 
     def __repr__(self) -> str:
         return f"<LoopAgent {self.id!r} {self._status}>"
@@ -195,7 +198,7 @@ class LoopAgent:
         scope undoes next waits for the driver (if one started) to finish the turn."""
         self._disposed = True
         driver = self._driver
-        return None if driver is None else driver()
+        return None if driver is None or self._ended else driver()
 
     async def dispose(self) -> None:
         """Abort the running turn (reason ``aborted``/``disposed``), wait for it to end,
@@ -208,6 +211,10 @@ class LoopAgent:
             # return; the turn ends at its next checkpoint.
             self._scope.fiber.dispose()
             return
+        if self._driver is not None:
+            # Stop the driver first (the turn records its end): the scope's undo then
+            # has nothing left to wait for.
+            await self._driver()
         await self._scope.dispose()
 
     # -- the driver ---------------------------------------------------------------------
@@ -254,6 +261,7 @@ class LoopAgent:
                     self._set_status("idle")
         finally:
             self._disposed = True
+            self._ended = True
             self._turn_scope = None
             self._inbox.clear()
             self._set_status("idle")

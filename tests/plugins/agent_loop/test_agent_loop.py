@@ -1213,6 +1213,28 @@ async def test_disposing_the_owner_mid_turn_aborts_with_reason_disposed() -> Non
         assert r.errors == []
 
 
+async def test_two_disposals_at_once_still_record_the_turn_end_first() -> None:
+    async with loop_rig() as r:
+        streamed, never = anyio.Event(), anyio.Event()
+        r.model.reply(partial_text(streamed, never))
+        agent = r.agent()
+        order: list[str] = []
+
+        def on_event(session: Session, event: SessionEvent) -> None:
+            if event.type == "turn/end":
+                order.append("turn/end")
+
+        r.root.on("session/event", on_event)
+        r.root.on("agent/disposed", lambda agent: order.append("agent/disposed"))
+        agent.send("hi")
+        await streamed.wait()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.dispose)
+            tg.start_soon(agent.dispose)
+        assert order == ["turn/end", "agent/disposed"]
+        assert ends(agent.session) == [{"kind": "aborted", "reason": "disposed"}]
+
+
 async def test_an_idle_agent_has_no_driver_until_its_first_message() -> None:
     async with loop_rig() as r:
         made: list[LoopAgent] = []
