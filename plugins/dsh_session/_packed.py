@@ -155,8 +155,16 @@ class ChunkRun:
     def add(self, chunk: Chunk, when: float) -> float:
         """Record ``chunk``, received at ``when``; returns the time it is kept with
         (``when`` to the millisecond, counted from the run's first chunk)."""
-        # Never negative: a clock that went back keeps the members in order.
-        self._stamp(max(0, round((when - self.time0) * 1000) - self._total) if self._count else 0)
+        if self._count:
+            # Never negative: a clock that went back keeps the members in order.
+            gap = max(0, round((when - self.time0) * 1000) - self._total)
+            if gap < 0x100:  # most gaps: a byte, whatever the array's type code
+                self._gaps.append(gap)
+                self._total += gap
+            else:
+                self._stamp(gap)
+        else:
+            self._gaps.append(0)
         kind = type(chunk)
         if kind is TextDelta or kind is ReasoningDelta:
             text: object = chunk.text  # type: ignore[union-attr]  # a delta, checked above
@@ -371,17 +379,11 @@ class EventLog(Sequence[SessionEvent]):
             return run
         return None
 
-    def _append(self, event: SessionEvent) -> None:
-        run = self._last_run()
-        if run is not None:
-            run.close()
-        self._rows.append(event)
-        self._len += 1
-
     def _add_chunk(self, turn: int, step: int, chunk: Chunk, when: float) -> float:
         """Pack ``chunk`` into the open run of ``(turn, step)``, starting one if the
         log does not end with it; returns the time it is recorded with."""
-        run = self._last_run()
+        rows, run_rows = self._rows, self._run_rows
+        run: ChunkRun | None = rows[-1] if run_rows and run_rows[-1] == len(rows) - 1 else None  # type: ignore[assignment]
         if run is None or not run.open or run.turn != turn or run.step != step:
             if run is not None:
                 run.close()

@@ -115,7 +115,8 @@ class Session:
     :class:`EventLog` (what a persistence backend loads) adopted as it is. The history
     of the events given is derived at once. ``on_append`` is called after each
     append; the ``Sessions`` store sets it to publish ``session/event`` while the
-    session is live in the store.
+    session is live in the store, together with that event's listeners: it is then
+    called only when one of them would hear the event.
     """
 
     __slots__ = (
@@ -203,21 +204,28 @@ class Session:
             known = ", ".join(sorted({*EVENT_TYPES, *self._declared}))
             raise SessionError(f'unknown session event type "{type}"; known types: {known}')
         log = self.events
-        event = SessionEvent(log._len, type, time.time(), data)
-        run = log._last_run() if message is not None and type == "assistant/message" else None
-        log._append(event)
-        if run is not None and message is not None:
-            # The step's deltas and its answer hold the same text: keep it once.
-            run.share(_texts(message))
+        seq = log._len
+        event = SessionEvent(seq, type, time.time(), data)
+        run = log._last_run()
+        if run is not None:  # an event after a run of chunks closes it
+            run.close()
+            if message is not None and type == "assistant/message":
+                # The step's deltas and its answer hold the same text: keep it once.
+                run.share(_texts(message))
+        log._rows.append(event)
+        log._len = seq + 1
         if type == "turn/start":
             self._last_turn = data["turn"]
         if message is not None:
             given = self._given
             if len(given) >= _GIVEN_MAX:  # nobody derives this session's history
                 given.clear()
-            given[event.seq] = message
-        if self._on_append is not None:
-            self._on_append(self, event)
+            given[seq] = message
+        on_append = self._on_append
+        if on_append is not None:
+            audience = self._audience
+            if audience is None or audience.heard(self._scope):
+                on_append(self, event)
         return event
 
     def append_chunk(self, turn: int, step: int, chunk: Chunk) -> None:
