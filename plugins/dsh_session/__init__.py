@@ -6,24 +6,21 @@ YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``. See the RE
 from __future__ import annotations
 
 from ._describe import TITLE_CHARS, describe_session, short_title
-from ._session import (
-    COMMIT_EVENTS,
-    EVENT_TYPE,
-    EVENT_TYPES,
-    Session,
-    SessionError,
-    SessionEvent,
-    SessionHeader,
-)
+from ._event import SessionError, SessionEvent
+from ._packed import CHUNKS_ROW, ChunkRun, EventLog
+from ._session import COMMIT_EVENTS, EVENT_TYPE, EVENT_TYPES, Session, SessionHeader
 from ._store import Sessions, SessionSpecs, StoredSession
 
 plugin = Sessions
 
 __all__ = [
+    "CHUNKS_ROW",
     "COMMIT_EVENTS",
     "EVENT_TYPE",
     "EVENT_TYPES",
     "TITLE_CHARS",
+    "ChunkRun",
+    "EventLog",
     "Session",
     "SessionError",
     "SessionEvent",

@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsh_llm import LlmFormatError, Message
-from dsh_session import COMMIT_EVENTS, EVENT_TYPES, SessionEvent, SessionHeader
+from dsh_session import (
+    CHUNKS_ROW,
+    COMMIT_EVENTS,
+    EVENT_TYPES,
+    ChunkRun,
+    EventLog,
+    SessionError,
+    SessionEvent,
+    SessionHeader,
+)
 
 from ._errors import SessionCorruptError, SessionIdError
 
@@ -21,6 +30,7 @@ __all__ = [
     "DURABLE_EVENTS",
     "FILE_NAME",
     "FORMAT_VERSION",
+    "READ_VERSIONS",
     "SESSION_ID",
     "InvalidRecord",
     "Parsed",
@@ -30,14 +40,18 @@ __all__ = [
     "parse_event",
     "parse_header",
     "parse_log",
+    "parse_record",
 ]
 
 #: What a session id must look like: a plain file name that cannot escape the root.
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 #: The log of a session, inside ``<root>/<session id>/``.
 FILE_NAME = "session.jsonl"
-#: The ``version`` field of the header line.
-FORMAT_VERSION = 1
+#: The ``version`` field of the header line of a new file: 2 stores the chunks of each
+#: step as packed ``assistant/chunks`` rows; 1 has one row per chunk.
+FORMAT_VERSION = 2
+#: The versions this dsh reads (a version-1 file it appends to stays version 1).
+READ_VERSIONS = (1, 2)
 #: Records made durable (written and fsynced) before ``append`` returns.
 DURABLE_EVENTS = COMMIT_EVENTS | {"step/end"}
 
@@ -127,8 +141,9 @@ _FIELDS: dict[str, dict[str, _Check]] = {
 }
 
 
-def parse_event(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent:
-    """The event a line holds; raises :class:`InvalidRecord` saying what is wrong.
+def parse_record(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent | ChunkRun:
+    """The event, or the packed run of chunks (an ``assistant/chunks`` row), a line
+    holds; raises :class:`InvalidRecord` saying what is wrong.
 
     ``known`` is the set of event types accepted: the built-in ones, and those the
     plugins of the running deployment declared (``sessions.event_types()``).
@@ -142,7 +157,7 @@ def parse_event(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEv
     seq, kind, when, data = record["seq"], record["type"], record["time"], record["data"]
     if not _is_int(seq) or seq < 0:
         raise InvalidRecord(f"seq {seq!r} is not a non-negative integer")
-    if kind not in known:
+    if kind not in known and kind != CHUNKS_ROW:
         raise InvalidRecord(
             f"unknown event type {kind!r} (not built in, and no loaded plugin declares it)"
         )
@@ -150,10 +165,24 @@ def parse_event(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEv
         raise InvalidRecord(f"time {when!r} is not a number")
     if not isinstance(data, dict):
         raise InvalidRecord(f'"{kind}" record: data is not an object')
+    if kind == CHUNKS_ROW:
+        try:
+            return ChunkRun.from_json(seq, when, data)
+        except SessionError as exc:
+            raise InvalidRecord(f'"{kind}" record: {exc}') from None
     for key, check in _FIELDS.get(kind, {}).items():
         if key not in data or not check(data[key]):
             raise InvalidRecord(f'"{kind}" record: data.{key} is missing or malformed')
     return SessionEvent(seq, kind, when, data)
+
+
+def parse_event(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent:
+    """The event a line holds; raises :class:`InvalidRecord` saying what is wrong (a
+    packed row of chunks, too: read those with :func:`parse_record`)."""
+    record = parse_record(line, known)
+    if isinstance(record, ChunkRun):
+        raise InvalidRecord(f'"{CHUNKS_ROW}" record: a packed row, not one event')
+    return record
 
 
 def parse_header(line: bytes, path: str, session_id: str) -> SessionHeader:
@@ -165,9 +194,10 @@ def parse_header(line: bytes, path: str, session_id: str) -> SessionHeader:
     if not isinstance(record, dict) or record.get("type") != "session":
         raise SessionCorruptError('line 1 is not a session header ("type": "session")', path, 1)
     version = record.get("version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version not in READ_VERSIONS:
+        readable = " and ".join(map(str, READ_VERSIONS))
         raise SessionCorruptError(
-            f"unsupported format version {version!r} (this dsh reads version {FORMAT_VERSION})",
+            f"unsupported format version {version!r} (this dsh reads versions {readable})",
             path,
             1,
         )
@@ -196,9 +226,17 @@ class Parsed:
     """A parsed log: the good prefix (``length`` bytes) and what was dropped past it."""
 
     header: SessionHeader
-    events: list[SessionEvent]
+    events: EventLog
     length: int
     notes: list[str] = field(default_factory=list)
+    #: The header's format version.
+    version: int = FORMAT_VERSION
+
+
+def header_version(line: bytes) -> int:
+    """The version of a header line :func:`parse_header` accepted."""
+    version: int = json.loads(line)["version"]
+    return version
 
 
 def parse_log(
@@ -219,38 +257,41 @@ def parse_log(
     if not lines:
         raise SessionCorruptError("the file has no complete header line", path, 1)
     header = parse_header(lines[0], path, session_id)
-    events: list[SessionEvent] = []
+    version = header_version(lines[0])
+    rows: list[SessionEvent | ChunkRun] = []
+    count = 0  # events so far (a packed row holds several)
     offset = len(lines[0]) + 1
     bad: tuple[int, int, str] | None = None  # (line number, byte offset, problem)
     for number, line in enumerate(lines[1:], start=2):
         try:
-            event = parse_event(line, known)
+            row = parse_record(line, known)
         except InvalidRecord as exc:
             if bad is None:
                 bad = (number, offset, str(exc))
         else:
+            seq = row.seq0 if isinstance(row, ChunkRun) else row.seq
             if bad is not None:
-                if event.type == "turn/end":
+                if isinstance(row, SessionEvent) and row.type == "turn/end":
                     raise SessionCorruptError(
                         f"{bad[2]}; it comes before the committed turn end on line "
                         f"{number}, so the history is damaged and the session is not loaded",
                         path,
                         bad[0],
                     )
-            elif event.seq != len(events):
+            elif seq != count:
                 raise SessionCorruptError(
-                    f"seq {event.seq} where {len(events)} was expected (seqs count from 0 "
-                    "without gaps)",
+                    f"seq {seq} where {count} was expected (seqs count from 0 without gaps)",
                     path,
                     number,
                 )
             else:
-                events.append(event)
+                rows.append(row)
+                count += len(row) if isinstance(row, ChunkRun) else 1
         offset += len(line) + 1
     if bad is None:
-        return Parsed(header, events, end, notes)
+        return Parsed(header, EventLog(rows), end, notes, version)
     notes.append(
         f"{path}:{bad[0]}: {bad[2]}; dropped it and the {len(lines) - bad[0]} line(s) "
         "after it (the tail of the last turn; the store closes that turn as interrupted)"
     )
-    return Parsed(header, events, bad[1], notes)
+    return Parsed(header, EventLog(rows), bad[1], notes, version)

@@ -19,6 +19,7 @@ from dsh.testing import write_deployment
 from dsh_llm import ToolResultBlock
 from dsh_session import Sessions
 from dsh_session_jsonl import FILE_NAME, JsonlSessions, list_sessions
+from dsh_session_jsonl._log import load_session
 from tests.support import echo_deployment
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +41,11 @@ async def test_an_agent_turn_is_persisted_and_resumed(tmp_path: Path) -> None:
     path = root / session.id / FILE_NAME
     on_disk = [json.loads(line) for line in path.read_bytes().splitlines()]
     assert on_disk[0]["meta"] == {"agent": "main", "model": "echo-mock"}
-    assert on_disk[1:] == json.loads(json.dumps(events))
+    # Each step's chunks are one packed row; read back, the rows are the events.
+    assert [r["type"] for r in on_disk[1:]].count("assistant/chunks") == 2
+    loaded = load_session(root / session.id, session.id, fsync=False)
+    assert loaded is not None
+    assert [e.to_json() for e in loaded.events] == json.loads(json.dumps(events))
 
     async with dsh.Context() as ctx:
         await dsh.load_deployment(yml, ctx)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from dsh_llm import Message, TextBlock, ToolCallBlock
 from dsh_session import Session, SessionError, SessionEvent, SessionHeader, Sessions
 from dsh_session_jsonl import (
     FILE_NAME,
+    FORMAT_VERSION,
     JsonlSessions,
     SessionCorruptError,
     SessionExistsError,
@@ -96,7 +97,7 @@ def entries(path: Path) -> list[str]:
     return sorted(os.listdir(path))
 
 
-def same(a: list[SessionEvent], b: list[SessionEvent]) -> bool:
+def same(a: Sequence[SessionEvent], b: Sequence[SessionEvent]) -> bool:
     return [e.to_json() for e in a] == [e.to_json() for e in b]
 
 
@@ -118,7 +119,7 @@ async def test_round_trip_through_a_fresh_runtime(tmp_path: Path) -> None:
     lines = file_records(path)
     assert lines[0] == {
         "type": "session",
-        "version": 1,
+        "version": FORMAT_VERSION,
         "id": session.id,
         "created_at": session.header.created_at,
         "cwd": "/work",
