@@ -42,8 +42,9 @@ __all__ = [
     "HttpModelPlugin",
     "ServerStreamError",
     "StreamError",
-    "integer",
+    "int_field",
     "retry_after",
+    "str_field",
 ]
 
 #: How much of an error response body is read for its message.
@@ -238,10 +239,17 @@ class _NoEvents(StreamError):
     """A successful response whose body holds no server-sent event."""
 
 
-def integer(value: Any, what: str) -> int:
+def int_field(value: Any, what: str) -> int:
     """``value`` if it is an ``int`` (not a bool), else :class:`BadResponse` naming ``what``."""
     if type(value) is not int:
         raise BadResponse(f"{what} is {value!r}, not an integer")
+    return value
+
+
+def str_field(value: Any, what: str) -> str:
+    """``value`` if it is a ``str``, else :class:`BadResponse` naming ``what``."""
+    if type(value) is not str:
+        raise BadResponse(f"{what} is {value!r}, not a string")
     return value
 
 

@@ -26,7 +26,7 @@ from dsh_llm import (
     ToolResultBlock,
     Usage,
 )
-from dsh_llm.http import BadResponse, DecoderBase, ServerStreamError, integer
+from dsh_llm.http import BadResponse, DecoderBase, ServerStreamError, int_field, str_field
 
 __all__ = ["StreamDecoder", "request_body"]
 
@@ -122,14 +122,14 @@ def _optional_int(data: Any, key: str, what: str) -> int | None:
     if not isinstance(data, dict):
         return None
     value = data.get(key)
-    return None if value is None else integer(value, what)
+    return None if value is None else int_field(value, what)
 
 
 def _usage(data: Any) -> Usage:
     if not isinstance(data, dict):
         raise BadResponse(f"usage is {data!r}, not an object")
-    prompt = integer(data.get("prompt_tokens", 0), "usage.prompt_tokens")
-    completion = integer(data.get("completion_tokens", 0), "usage.completion_tokens")
+    prompt = int_field(data.get("prompt_tokens", 0), "usage.prompt_tokens")
+    completion = int_field(data.get("completion_tokens", 0), "usage.completion_tokens")
     # DeepSeek reports cache hits at the top level, OpenAI in prompt_tokens_details.
     cached = _optional_int(data, "prompt_cache_hit_tokens", "usage.prompt_cache_hit_tokens")
     if cached is None:
@@ -227,8 +227,7 @@ class StreamDecoder(DecoderBase):
         return False
 
     def _text(self, kind: str, text: Any, out: list[Chunk]) -> None:
-        if type(text) is not str:
-            raise BadResponse(f"a {kind} delta is {text!r}, not a string")
+        str_field(text, f"a {kind} delta")
         if self._kind != kind:
             self._close_text(out)
             self._kind = kind
@@ -287,9 +286,7 @@ class StreamDecoder(DecoderBase):
             out.append(ToolCallDelta(state.index, call_id, arguments, name=name))
 
     def _finish_reason(self, reason: Any, out: list[Chunk]) -> None:
-        if type(reason) is not str:
-            raise BadResponse(f"finish_reason is {reason!r}, not a string")
-        self._reason = reason
+        self._reason = reason = str_field(reason, "finish_reason")
         self._close_text(out)
         out.extend(BlockEnd(state.index) for state in self._tools.values())
         self._stopped(reason, _FINISH.get(reason))
