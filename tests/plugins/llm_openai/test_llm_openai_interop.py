@@ -17,7 +17,7 @@ from tests.plugins.llm_openai.conftest import llama_cpp_problems
 from tests.plugins.llm_openai.openai_support import final_failure, stream_ok
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import LoopbackServer
+    from tests.plugins.llm_openai.conftest import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
@@ -86,7 +86,7 @@ def test_a_message_that_only_calls_tools_is_sent_with_empty_content() -> None:
 
 
 async def test_a_tool_round_trip_against_a_strict_server(
-    server: LoopbackServer, tmp_path: Path
+    server: OpenAIServer, tmp_path: Path
 ) -> None:
     server.strict = True
     d, t = server.delta, server.tool
@@ -148,7 +148,7 @@ def test_knobs_are_sent_only_when_set() -> None:
 
 
 async def test_a_context_length_refusal_does_not_poison_the_session(
-    server: LoopbackServer, tmp_path: Path
+    server: OpenAIServer, tmp_path: Path
 ) -> None:
     # The rule of RFC 0009 on the case that matters: a request refused for its length
     # is not sent again, so the next turn fits and works.
@@ -173,14 +173,14 @@ async def test_a_context_length_refusal_does_not_poison_the_session(
         ]
 
 
-async def test_context_length_is_its_own_code(server: LoopbackServer) -> None:
+async def test_context_length_is_its_own_code(server: OpenAIServer) -> None:
     server.reply(400, {"error": {"message": "the request exceeds the available context size"}})
     got = final_failure(await server.run())
     assert got.code == "CONTEXT_LENGTH"
     assert got.message.startswith("the request is too long for the context window of 'test-model'")
 
 
-async def test_a_body_without_events_names_the_request_id(server: LoopbackServer) -> None:
+async def test_a_body_without_events_names_the_request_id(server: OpenAIServer) -> None:
     server.stream(b"", headers={"x-request-id": "req-empty"})
     got = final_failure(await server.run())
     assert got.code == "BAD_RESPONSE"

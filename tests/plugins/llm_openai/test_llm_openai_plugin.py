@@ -20,7 +20,7 @@ from dsh_llm_openai import (
 )
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import LoopbackServer
+    from tests.plugins.llm_openai.conftest import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
@@ -70,7 +70,7 @@ async def test_bad_configs_fail_the_plugin_naming_the_key(
 
 
 async def test_mounting_registers_the_models_and_disposing_removes_them(
-    server: LoopbackServer,
+    server: OpenAIServer,
 ) -> None:
     async with Context() as root:
         await root.plugin(Llm)
@@ -91,7 +91,7 @@ async def test_mounting_registers_the_models_and_disposing_removes_them(
         assert client.is_closed
 
 
-async def test_two_instances_serve_different_models(server: LoopbackServer) -> None:
+async def test_two_instances_serve_different_models(server: OpenAIServer) -> None:
     async with Context() as root:
         await root.plugin(Llm)
         await root.plugin(OpenAICompatible, server.config(models=["deepseek-chat"]))
@@ -100,7 +100,7 @@ async def test_two_instances_serve_different_models(server: LoopbackServer) -> N
 
 
 async def test_a_model_served_twice_fails_the_second_and_leaves_no_client(
-    server: LoopbackServer,
+    server: OpenAIServer,
 ) -> None:
     async with Context() as root:
         await root.plugin(Llm)
@@ -112,7 +112,7 @@ async def test_a_model_served_twice_fails_the_second_and_leaves_no_client(
         assert root.llm.models() == ["test-model"]
 
 
-async def test_it_waits_for_the_llm_service(server: LoopbackServer) -> None:
+async def test_it_waits_for_the_llm_service(server: OpenAIServer) -> None:
     async with Context() as root:
         fiber = root.plugin(OpenAICompatible, server.config())
         await fiber
@@ -123,7 +123,7 @@ async def test_it_waits_for_the_llm_service(server: LoopbackServer) -> None:
         assert root.llm.models() == ["test-model"]
 
 
-async def test_the_adapter_works_without_the_runtime(server: LoopbackServer) -> None:
+async def test_the_adapter_works_without_the_runtime(server: OpenAIServer) -> None:
     from dsh_llm import Finish, LlmRequest, Message, TextDelta
 
     server.stream(server.delta("standalone"), server.delta(finish="stop"), "[DONE]")

@@ -18,13 +18,13 @@ from dsh_session_jsonl._log import load_session
 from tests.plugins.llm_openai.openai_support import HTTPX_GC_WARNING, final_failure
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import LoopbackServer
+    from tests.plugins.llm_openai.conftest import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_disposing_the_root_mid_stream_ends_the_turn_disposed(
-    server: LoopbackServer, tmp_path: Path
+    server: OpenAIServer, tmp_path: Path
 ) -> None:
     d = server.delta
     server.stream(d("Hel", role="assistant"), d("lo"), server.HOLD)
@@ -56,7 +56,7 @@ async def test_disposing_the_root_mid_stream_ends_the_turn_disposed(
 
 
 @HTTPX_GC_WARNING
-async def test_a_data_line_nested_too_deeply_is_a_bad_response(server: LoopbackServer) -> None:
+async def test_a_data_line_nested_too_deeply_is_a_bad_response(server: OpenAIServer) -> None:
     server.stream("[" * 200_000 + "]" * 200_000)
     failure = final_failure(await server.run())
     assert failure.code == "BAD_RESPONSE"
