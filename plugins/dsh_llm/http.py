@@ -278,6 +278,8 @@ class DecoderBase:
 
     #: The wire field that says why the model stopped (named in failure messages).
     reason_field: ClassVar[str] = "finish_reason"
+    #: What a stream cut short never sent (named in its failure message).
+    end_field: ClassVar[str] = "finish_reason"
 
     __slots__ = ("_content", "_finish", "_request_id", "_usage")
 
@@ -305,13 +307,13 @@ class DecoderBase:
     def end(self, out: list[Chunk]) -> Finish:
         """The stream is over: append the usage (if any) and the finish; return the finish.
 
-        Before the model said why it stopped, the finish is ``error``
+        Before the model finished (:attr:`end_field`), the finish is ``error``
         ``STREAM_INTERRUPTED``, and the open blocks stay open.
         """
         if self._usage is not None:
             out.append(UsageChunk(self._usage))
         finish = self._finish or self._failure(
-            f"the stream ended before the model finished (no {self.reason_field})",
+            f"the stream ended before the model finished (no {self.end_field})",
             "STREAM_INTERRUPTED",
         )
         out.append(finish)

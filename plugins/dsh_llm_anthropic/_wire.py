@@ -201,6 +201,7 @@ class StreamDecoder(DecoderBase):
     """
 
     reason_field = "stop_reason"
+    end_field = "message_stop"
 
     __slots__ = ("_blocks", "_counts", "_reason")
 
@@ -290,7 +291,7 @@ class StreamDecoder(DecoderBase):
             return  # a delta type added later (citations), or a block dsh ignores
         block_kind, key = expected
         if state.kind != block_kind:
-            raise BadResponse(f"a {kind} for block {index}, a {state.kind} block")
+            raise BadResponse(f"block {index} is a {state.kind} block: {kind} does not belong in it")
         value = str_field(delta.get(key), f"a {kind}'s {key}")
         if kind == "text_delta":
             self._text(index, value, out)
