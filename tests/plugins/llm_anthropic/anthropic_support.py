@@ -34,7 +34,7 @@ def event(kind: str, **fields: Any) -> bytes:
 def message_start(**usage: int) -> bytes:
     """``message_start`` with ``usage`` (default: 10 input tokens, 1 output token)."""
     counts = {"input_tokens": 10, "output_tokens": 1, **usage}
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_test",
         "type": "message",
         "role": "assistant",

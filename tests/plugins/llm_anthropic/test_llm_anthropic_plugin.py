@@ -90,8 +90,13 @@ async def test_bad_configs_fail_the_plugin_naming_the_key(
 
 
 def test_thinking_that_fits_is_accepted() -> None:
-    config = AnthropicConfig(
-        models=["m"], max_tokens=16000, thinking={"budget_tokens": 10000}, tool_choice="auto"
+    config = AnthropicConfig.model_validate(
+        {
+            "models": ["m"],
+            "max_tokens": 16000,
+            "thinking": {"budget_tokens": 10000},
+            "tool_choice": "auto",
+        }
     )
     assert config.thinking is not None
     assert config.thinking.budget_tokens == 10000
