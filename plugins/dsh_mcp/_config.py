@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["McpConfig", "McpServerConfig"]
 
@@ -26,9 +26,16 @@ class McpServerConfig(BaseModel):
     #: Its working directory; a relative one is relative to the deployment file.
     cwd: str | None = Field(default=None, min_length=1)
     #: The endpoint of a streamable HTTP server (``http://`` or ``https://``).
-    url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    url: str | None = None
     #: Headers sent with every request to a URL server (an ``Authorization`` token).
     headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError("a server `url` starts with http:// or https://")
+        return url
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:

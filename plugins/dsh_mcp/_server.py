@@ -21,6 +21,7 @@ from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
+from mcp.types import CONNECTION_CLOSED
 
 from dsh_tools import ToolResult
 
@@ -49,6 +50,8 @@ def _reason(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
     if isinstance(exc, McpError):
+        if exc.error.code == CONNECTION_CLOSED:
+            return "the server closed the connection (a command server: it exited)"
         return exc.error.message
     text = str(exc)
     if isinstance(exc, OSError) and text:
@@ -150,7 +153,7 @@ class McpServer:
                     before = self.connections
                     try:
                         await self._connect()
-                        reason = "closed the connection"
+                        reason = "the server closed the connection"
                     except Exception as exc:
                         reason = _reason(exc)
                     if self._stopped():
@@ -160,11 +163,12 @@ class McpServer:
                         return
                     if self.connections != before:
                         delays = backoff(settings.reconnect_initial_ms, settings.reconnect_max_ms)
-                        what = f"was lost ({reason})"
+                        delay = next(delays)
+                        what = f"disconnected: {reason}; reconnecting in {delay} ms"
                     else:
-                        what = f"did not reconnect ({reason})"
-                    delay = next(delays)
-                    self._logger.warning(self._say(f"{what}; reconnecting in {delay} ms"))
+                        delay = next(delays)
+                        what = f"failed to reconnect: {reason}; next attempt in {delay} ms"
+                    self._logger.warning(self._say(what))
                     await anyio.sleep(delay / 1000)
         finally:
             self._closed = True
@@ -177,7 +181,14 @@ class McpServer:
         then serve calls until the transport ends or :meth:`stop`."""
         async with self._transport() as (read, write):
             writer, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-            async with ClientSession(inbound, write) as session, anyio.create_task_group() as tg:
+            # Every stream is closed here, whether or not the tasks reading them started.
+            async with (
+                read,
+                writer,
+                inbound,
+                ClientSession(inbound, write) as session,
+                anyio.create_task_group() as tg,
+            ):
                 conn = _Connection(session)
                 tg.start_soon(self._pump, read, writer, conn)
                 try:
@@ -216,10 +227,10 @@ class McpServer:
     async def _pump(self, read: _Inbound, writer: _InboundWriter, conn: _Connection) -> None:
         """Hand the server's messages to the session; when they end, the connection is
         lost (its calls are stopped before the session learns that the stream closed)."""
-        async with writer:
-            async for message in read:
-                await writer.send(message)
-            self._lose(conn)
+        async for message in read:
+            await writer.send(message)
+        self._lose(conn)
+        await writer.aclose()
 
     def _lose(self, conn: _Connection) -> None:
         if conn.lose() and self._conn is conn:
@@ -244,10 +255,11 @@ class McpServer:
         self, tool: str, arguments: dict[str, Any], *, timeout_ms: int | None = None
     ) -> ToolResult:
         """Call ``tool`` with ``arguments`` within ``timeout_ms`` (default: the config's
-        ``tool_call_timeout_ms``), waiting for a reconnect first when the server is down. Never raises for the server's
-        failures: they become error results (``MCP_TOOL_ERROR``, ``MCP_TIMEOUT``,
-        ``MCP_DISCONNECTED``). A call cancelled by its deadline or its caller is
-        cancelled at the server too (``notifications/cancelled``)."""
+        ``tool_call_timeout_ms``), waiting for a reconnect first when the server is down.
+        Never raises for the server's failures: they become error results
+        (``MCP_TOOL_ERROR``, ``MCP_TIMEOUT``, ``MCP_DISCONNECTED``). A call cancelled by
+        its deadline or its caller is cancelled at the server too
+        (``notifications/cancelled``)."""
         limit = self._settings.tool_call_timeout_ms if timeout_ms is None else timeout_ms
         sent = False
         with anyio.move_on_after(limit / 1000):
@@ -274,8 +286,10 @@ class McpServer:
             finally:
                 conn.calls.discard(scope)
             if result is None:
-                what = "was shut down" if self._stopped() else "was lost (it is reconnecting)"
-                return _error(f'MCP server "{self.name}" {what} during the call', MCP_DISCONNECTED)
+                what = "shut down during the call"
+                if not self._stopped():
+                    what = "lost during the call (it is reconnecting)"
+                return _error(f'MCP server "{self.name}" was {what}', MCP_DISCONNECTED)
             return render(result)
         waiting = "" if sent else " waiting for the server to reconnect"
         return _error(

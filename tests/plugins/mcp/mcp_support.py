@@ -70,9 +70,17 @@ async def pid_of(server: McpServer) -> int:
     return int((await server.call("pid", {})).content)
 
 
-async def reconnected(server: McpServer, connections: int) -> None:
-    """Wait (on calls, which wait for the reconnect) until the server has had
-    ``connections`` sessions."""
-    while server.connections < connections:
-        await server.call("pid", {})
-        await anyio.lowlevel.checkpoint()
+@asynccontextmanager
+async def http_server(*options: str) -> AsyncIterator[str]:
+    """The test server serving streamable HTTP on a free loopback port, as a process of
+    its own; yields its endpoint URL and terminates it afterwards."""
+    process = await anyio.open_process([sys.executable, str(SERVER), "--http", *options])
+    try:
+        assert process.stdout is not None
+        line = b""
+        while not line.endswith(b"\n"):
+            line += await process.stdout.receive(1)
+        yield f"http://127.0.0.1:{int(line)}/mcp"
+    finally:
+        process.terminate()
+        await process.aclose()

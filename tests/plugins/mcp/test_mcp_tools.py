@@ -146,9 +146,7 @@ async def test_results_map_to_text() -> None:
         mixed = await call(root, "mcp__echo__mixed")
         assert mixed == ToolResult("first\n[image]\n[audio]\n[resource_link]\n[resource]\nlast")
         # Structured content alone is shown as JSON; beside its text block, once.
-        assert await call(root, "mcp__echo__structured") == ToolResult(
-            '{"answer": 42, "ok": true}'
-        )
+        assert await call(root, "mcp__echo__structured") == ToolResult('{"answer": 42, "ok": true}')
         assert await call(root, "mcp__echo__both") == ToolResult('{\n  "answer": 42\n}')
         assert await call(root, "mcp__echo__empty") == ToolResult("")
 

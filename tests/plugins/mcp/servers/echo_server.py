@@ -8,7 +8,7 @@ Options that make it misbehave, for the failure tests:
 
 * ``--exit-on-start``: exit with status 3 before reading anything;
 * ``--silent``: read stdin to its end and never answer (a server that does not start);
-* ``--starts FILE``: append one line to FILE at each start, and with
+* ``--starts FILE``: append its pid to FILE at each start, and with
   ``--fail-starts A-B`` exit at once when this is start number A..B (1-based);
 * ``--crash-after N``: exit in the middle of the N-th tool call;
 * ``--extra-tools``: also list tools whose names need normalising.
@@ -80,7 +80,11 @@ def build(options: argparse.Namespace) -> Server[Any, Any]:
         _tool("structured", "Structured content and no content blocks."),
         _tool("both", "Structured content with its JSON as text."),
         _tool("empty", "No content at all."),
-        _tool("hang", "Never returns (until cancelled)."),
+        types.Tool(
+            name="hang",
+            description="Never returns (until cancelled); writes to the FIFO `signal` first.",
+            inputSchema={"type": "object", "properties": {"signal": string}},
+        ),
         _tool("cancelled", "Returns once a hang call has been cancelled."),
         _tool("crash", "Exits the server in the middle of the call."),
         _tool("header", "A header of the HTTP request (HTTP only).", name=string),
@@ -139,6 +143,8 @@ def build(options: argparse.Namespace) -> Server[Any, Any]:
         if name == "empty":
             return []
         if name == "hang":
+            if "signal" in arguments:
+                await anyio.Path(arguments["signal"]).write_text("hanging")
             try:
                 await anyio.sleep_forever()
             finally:
@@ -208,7 +214,7 @@ def main() -> None:
         return
     if options.starts is not None:
         with options.starts.open("a", encoding="utf-8") as file:
-            file.write("start\n")
+            file.write(f"{os.getpid()}\n")
         count = len(options.starts.read_text(encoding="utf-8").splitlines())
         first, last = (int(n) for n in options.fail_starts.split("-"))
         if first <= count <= last:
