@@ -14,12 +14,12 @@ from mcp.types import ErrorData
 
 import dsh_mcp
 from dsh import ConfigError, Context, DshError, FiberState, PluginLoadError, load_deployment
-from dsh.testing import capture_logs, write_deployment
+from dsh.testing import capture_logs, state, write_deployment
 from dsh_mcp import Mcp, McpStartupError
 from dsh_mcp._server import _reason
 from dsh_system_prompt import SystemPrompt
 from dsh_tools import Tool, ToolResult, Tools
-from tests.plugins.bash.bash_support import alive
+from tests.plugins.bash.bash_support import alive, make_fifo, read_fifo
 from tests.plugins.mcp.mcp_support import SERVER, call, mcp_runtime, server_of, stdio, tool_names
 from tests.plugins.tools.tools_support import NoArgs, answer
 
@@ -94,6 +94,22 @@ async def test_a_server_that_never_answers_times_out() -> None:
                 'MCP server "silent" failed to start: it did not answer within 200 ms'
             ]
             assert await tool_names(root) == []
+
+
+async def test_disposing_the_plugin_while_a_server_starts_kills_it(tmp_path: Path) -> None:
+    announce = make_fifo(tmp_path)
+    async with Context() as root:
+        await root.plugin(SystemPrompt)
+        await root.plugin(Tools)
+        fiber = root.plugin(
+            Mcp, {"servers": {"slow": stdio("--announce", str(announce), "--silent")}}
+        )
+        pid = int(await read_fifo(announce))
+        assert fiber.state is FiberState.LOADING
+        await fiber.dispose()
+        assert state(fiber) is FiberState.DISPOSED
+        assert not alive(pid)
+        assert await tool_names(root) == []
 
 
 async def test_the_warning_names_the_deployment_file_and_line(tmp_path: Path) -> None:

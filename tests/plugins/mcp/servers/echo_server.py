@@ -8,6 +8,7 @@ Options that make it misbehave, for the failure tests:
 
 * ``--exit-on-start``: exit with status 3 before reading anything;
 * ``--silent``: read stdin to its end and never answer (a server that does not start);
+* ``--announce FIFO``: write its pid to FIFO first (a test waits on it, not on a clock);
 * ``--starts FILE``: append its pid to FILE at each start, and with
   ``--fail-starts A-B`` exit at once when this is start number A..B (1-based);
 * ``--crash-after N``: exit in the middle of the N-th tool call;
@@ -202,11 +203,14 @@ def main() -> None:
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--exit-on-start", action="store_true")
     parser.add_argument("--silent", action="store_true")
+    parser.add_argument("--announce", type=Path)
     parser.add_argument("--starts", type=Path)
     parser.add_argument("--fail-starts", default="0-0")
     parser.add_argument("--crash-after", type=int, default=0)
     parser.add_argument("--extra-tools", action="store_true")
     options = parser.parse_args()
+    if options.announce is not None:
+        options.announce.write_text(str(os.getpid()), encoding="utf-8")
     if options.exit_on_start:
         sys.exit(3)
     if options.silent:
