@@ -15,12 +15,9 @@ __all__ = ["AnthropicAdapter"]
 
 
 class AnthropicAdapter(HttpAdapter[AnthropicConfig]):
-    """Streams Claude's answers from the Messages API (a ``dsh_llm.LlmAdapter``).
-
-    ``client`` is the ``httpx.AsyncClient`` to send with; its owner closes it. Each
-    :meth:`stream` call is one provider call: up to ``1 + max_retries`` HTTP attempts
-    while no response body has been read, none after.
-    """
+    """Streams Claude's answers from the Messages API (a ``dsh_llm.LlmAdapter``): the key
+    goes in ``x-api-key`` with the ``anthropic-version`` header; the calls, retries and
+    failures are :class:`dsh_llm.http.HttpAdapter`'s."""
 
     name = "llm-anthropic"
     path = "/v1/messages"

@@ -291,7 +291,9 @@ class StreamDecoder(DecoderBase):
             return  # a delta type added later (citations), or a block dsh ignores
         block_kind, key = expected
         if state.kind != block_kind:
-            raise BadResponse(f"block {index} is a {state.kind} block: {kind} does not belong in it")
+            raise BadResponse(
+                f"block {index} is a {state.kind} block: {kind} does not belong in it"
+            )
         value = str_field(delta.get(key), f"a {kind}'s {key}")
         if kind == "text_delta":
             self._text(index, value, out)

@@ -25,8 +25,9 @@ from typing import Any, ClassVar, TypeVar
 import anyio
 import pytest
 
-from dsh import Context, Plugin
+from dsh import ConfigError, Context
 from dsh_llm import Chunk, Finish, Llm, LlmFailure, LlmRequest, Message
+from dsh_llm.http import HttpModelPlugin
 
 #: A stream the adapter stops reading early leaves httpx's nested body generators
 #: unexhausted; trio warns when they are collected (encode/httpx#3686). The
@@ -108,7 +109,7 @@ class LoopbackServer:
     HOLD = HOLD
 
     #: The adapter plugin :meth:`llm` mounts.
-    plugin: ClassVar[type[Plugin]]
+    plugin: ClassVar[type[HttpModelPlugin]]
     #: What the API root (:attr:`url`, the ``base_url`` to configure) adds to the root.
     api_root: ClassVar[str] = ""
 
@@ -167,6 +168,20 @@ class LoopbackServer:
         """Wait until a handler saw its client go away."""
         seen = await anyio.to_thread.run_sync(self.disconnected.wait, 10.0)
         assert seen, "the server never saw the client disconnect"
+
+    @property
+    def endpoint(self) -> str:
+        """The URL the adapter posts to."""
+        return f"{self.url}{self.plugin.Adapter.path}"
+
+    def ok(self, text: str = "ok") -> None:
+        """Queue a short successful answer: ``text``, then the finish ``stop``."""
+        raise NotImplementedError
+
+    def partial(self, text: str) -> list[Any]:
+        """The frames of an answer that stops right after its first text, ``text``
+        (chunks ``BlockStart(0, "text")``, ``TextDelta(0, text)``)."""
+        raise NotImplementedError
 
     def refusal(self, body: Any) -> Reply | None:
         """The answer of a server that validates what it is sent before the script
@@ -308,6 +323,19 @@ class _Handler(BaseHTTPRequestHandler):
             data = _frame(event)
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.write(b"0\r\n\r\n")
+
+
+async def assert_refused(
+    plugin: type[HttpModelPlugin], config: dict[str, Any], problem: str
+) -> None:
+    """Mounting ``plugin`` with ``config`` fails with a ``ConfigError`` naming the plugin
+    and matching ``problem``, and registers no model."""
+    async with Context() as root:
+        await root.plugin(Llm)
+        with pytest.raises(ConfigError, match=problem) as info:
+            await root.plugin(plugin, config)
+        assert root.llm.models() == []
+    assert str(plugin.name) in str(info.value)
 
 
 ServerT = TypeVar("ServerT", bound=LoopbackServer)

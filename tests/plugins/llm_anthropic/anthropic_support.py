@@ -92,6 +92,12 @@ class AnthropicServer(LoopbackServer):
         """Queue the recording ``name``, then ``after`` (more frames, or an action)."""
         self.stream(*recording(name), *after, headers=headers)
 
-    def answer(self, *parts: str) -> None:
-        """Queue a short successful answer (``"ok"`` when no parts are given)."""
-        self.stream(*answer(*(parts or ("ok",))))
+    def ok(self, text: str = "ok") -> None:
+        self.stream(*answer(text))
+
+    def partial(self, text: str) -> list[Any]:
+        return [
+            message_start(),
+            block_start(0, type="text", text=""),
+            delta(0, type="text_delta", text=text),
+        ]

@@ -9,40 +9,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from dsh import Context, load_deployment
-from dsh.testing import write_deployment
+from dsh.testing import run_turn, write_deployment
 from dsh_llm import Message, ReasoningBlock, ToolCallBlock
-from tests.plugins.llm_anthropic.anthropic_support import SIGNATURE
+from tests.plugins.llm_anthropic.anthropic_support import SIGNATURE, answer
 from tests.support import event_data
 
 if TYPE_CHECKING:
     from tests.plugins.llm_anthropic.anthropic_support import AnthropicServer
 
 pytestmark = pytest.mark.anyio
-
-WEATHER_TOOL = """
-from pydantic import BaseModel
-
-from dsh_tools import Tool
-
-name = "weather-tool"
-inject = ["tools"]
-
-
-class WeatherArgs(BaseModel):
-    location: str
-    unit: str = "celsius"
-
-
-async def get_weather(args, call):
-    return f"18 degrees {args.unit} and cloudy in {args.location}"
-
-
-def apply(ctx, config):
-    yield ctx.tools.register(
-        Tool(name="get_weather", description="The weather somewhere.", parameters=WeatherArgs,
-             execute=get_weather)
-    )
-"""
 
 DEPLOYMENT = """
 - id: model
@@ -60,7 +35,7 @@ DEPLOYMENT = """
     model: claude-test
     persona: "You are a weather agent."
 - id: weather
-  name: ./weather_tool.py
+  name: tests.plugins.llm_anthropic.weather_tool
 """
 
 RESULT = "18 degrees celsius and cloudy in Paris, France"
@@ -70,18 +45,14 @@ async def test_thinking_and_tool_use_round_trip_through_a_deployment(
     server: AnthropicServer, tmp_path: Path
 ) -> None:
     server.play("thinking_tool_use")
-    server.answer("It is 18 degrees ", "and cloudy.")
-    (tmp_path / "weather_tool.py").write_text(WEATHER_TOOL)
+    server.stream(*answer("It is 18 degrees ", "and cloudy."))
     path = write_deployment(tmp_path, DEPLOYMENT)
     environ = {"TEST_KEY": "sk-ant-from-env", "TEST_BASE_URL": server.url}
     async with Context() as root:
         deployment = await load_deployment(path, root, environ=environ)
         agent = root.agents.get("main")
-        assert agent is not None
-        agent.send("What's the weather in Paris?")
-        await agent.when_idle()
+        assert await run_turn(agent, "What's the weather in Paris?") == {"kind": "completed"}
         session = agent.session
-        assert session.turn_end(1) == {"kind": "completed"}
         (result,) = event_data(session, "tool/result")
         assert result["content"] == RESULT
         first, second = event_data(session, "assistant/message")

@@ -1,31 +1,19 @@
-"""The plugin: config validation, registration, disposal (also mid-stream), the entry
-point, and the adapter on its own."""
+"""The plugin's config: defaults, and what it refuses (registration, disposal and the
+entry point are tested for every HTTP adapter in ``tests/plugins/llm_http``)."""
 
 from __future__ import annotations
 
-import importlib.metadata
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import anyio
-import httpx
 import pytest
 
-from dsh import ConfigError, Context, FiberState
-from dsh_agent_core import AgentCore
-from dsh_llm import Finish, Llm, LlmRequest, Message, TextDelta
 from dsh_llm_anthropic import (
     DEFAULT_BASE_URL,
     DEFAULT_VERSION,
-    AnthropicAdapter,
     AnthropicConfig,
     AnthropicMessages,
 )
-from dsh_session import Session, SessionEvent
-from tests.plugins.llm_anthropic.anthropic_support import recording
-from tests.plugins.llm_http_support import HTTPX_GC_WARNING
-
-if TYPE_CHECKING:
-    from tests.plugins.llm_anthropic.anthropic_support import AnthropicServer
+from tests.plugins.llm_http_support import assert_refused
 
 pytestmark = pytest.mark.anyio
 
@@ -81,12 +69,7 @@ def test_defaults() -> None:
 async def test_bad_configs_fail_the_plugin_naming_the_key(
     config: dict[str, Any], problem: str
 ) -> None:
-    async with Context() as root:
-        await root.plugin(Llm)
-        with pytest.raises(ConfigError, match=problem) as info:
-            await root.plugin(AnthropicMessages, config)
-        assert "llm-anthropic" in str(info.value)
-        assert root.llm.models() == []
+    await assert_refused(AnthropicMessages, config, problem)
 
 
 def test_thinking_that_fits_is_accepted() -> None:
@@ -100,72 +83,3 @@ def test_thinking_that_fits_is_accepted() -> None:
     )
     assert config.thinking is not None
     assert config.thinking.budget_tokens == 10000
-
-
-async def test_mounting_registers_the_models_and_disposing_removes_them(
-    server: AnthropicServer,
-) -> None:
-    async with Context() as root:
-        await root.plugin(Llm)
-        before = root.llm.models()
-        fiber = root.plugin(AnthropicMessages, server.config(models=["claude-a", "claude-b"]))
-        await fiber
-        assert fiber.state is FiberState.ACTIVE
-        assert root.llm.models() == [*before, "claude-a", "claude-b"]
-        plugin = fiber.instance
-        assert isinstance(plugin, AnthropicMessages)
-        adapter = plugin.adapter
-        assert isinstance(adapter, AnthropicAdapter)
-        assert repr(adapter) == (
-            f"<AnthropicAdapter {server.url}/v1/messages models=['claude-a', 'claude-b']>"
-        )
-        client = adapter._client
-        assert not client.is_closed
-        await fiber.dispose()
-        assert root.llm.models() == before
-        assert client.is_closed
-
-
-async def test_the_adapter_works_without_the_runtime(server: AnthropicServer) -> None:
-    server.answer("standalone")
-    config = AnthropicConfig.model_validate(server.config())
-    async with httpx.AsyncClient() as client:
-        adapter = AnthropicAdapter(config, client)
-        request = LlmRequest(model="test-model", messages=(Message.user("hi"),))
-        chunks = [chunk async for chunk in adapter.stream(request)]
-    assert TextDelta(0, "standalone") in chunks
-    assert chunks[-1] == Finish("stop")
-
-
-@HTTPX_GC_WARNING
-async def test_disposing_the_root_mid_stream_ends_the_turn_disposed(
-    server: AnthropicServer,
-) -> None:
-    # The client closes only after the turn using it ended (the inflight drain).
-    server.stream(*recording("text")[:4], server.HOLD)
-    async with Context() as root:
-        root.plugin(AnthropicMessages, server.config())
-        root.plugin(AgentCore, {"model": "test-model"})
-        await root.settle()
-        agent = root.agents.get("main")
-        session = agent.session
-        streamed = anyio.Event()
-
-        def watch(of: Session, event: SessionEvent) -> None:
-            if event.type == "assistant/chunk" and event.data["chunk"].get("text") == "Hello":
-                streamed.set()
-
-        root.on("session/event", watch)
-        agent.send("hi")
-        await streamed.wait()
-    assert session.turn_end(1) == {"kind": "aborted", "reason": "disposed"}
-    await server.wait_disconnect()
-
-
-def test_the_entry_point_names_the_plugin() -> None:
-    (entry,) = [
-        e for e in importlib.metadata.entry_points(group="dsh.plugins") if e.name == "llm-anthropic"
-    ]
-    assert entry.load() is AnthropicMessages
-    assert AnthropicMessages.name == "llm-anthropic"
-    assert tuple(AnthropicMessages.inject) == ("llm",)

@@ -214,7 +214,7 @@ def test_tool_settings_go_only_with_tools() -> None:
 async def test_the_request_carries_the_key_the_version_and_no_authorization(
     server: AnthropicServer,
 ) -> None:
-    server.answer()
+    server.ok()
     request = LlmRequest(
         model="test-model", messages=(Message.user("What is 2+2?"),), system="Be brief."
     )
@@ -238,7 +238,7 @@ async def test_the_request_carries_the_key_the_version_and_no_authorization(
 
 
 async def test_the_wire_body_follows_the_config(server: AnthropicServer) -> None:
-    server.answer()
+    server.ok()
     config = {"max_tokens": 20000, "thinking": {"budget_tokens": 10000}, "top_p": 0.95}
     await server.run(full_request("test-model"), **config)
     assert server.requests[0].body == request_body(
@@ -250,13 +250,13 @@ async def test_the_wire_body_follows_the_config(server: AnthropicServer) -> None
 
 
 async def test_no_api_key_sends_no_key(server: AnthropicServer) -> None:
-    server.answer()
+    server.ok()
     await server.run(api_key=None)
     assert "x-api-key" not in server.requests[0].headers
 
 
 async def test_the_version_and_extra_headers_are_configurable(server: AnthropicServer) -> None:
-    server.answer()
+    server.ok()
     headers = {"anthropic-beta": "interleaved-thinking-2025-05-14"}
     await server.run(anthropic_version="2024-01-01", headers=headers)
     seen = server.requests[0].headers
@@ -265,13 +265,13 @@ async def test_the_version_and_extra_headers_are_configurable(server: AnthropicS
 
 
 async def test_a_trailing_slash_on_base_url_is_tolerated(server: AnthropicServer) -> None:
-    server.answer()
+    server.ok()
     await server.run(base_url=server.url + "/")
     assert server.requests[0].path == "/v1/messages"
 
 
 async def test_unicode_goes_out_as_utf8(server: AnthropicServer) -> None:
-    server.answer()
+    server.ok()
     await server.run("héllo → 世界")
     content = server.requests[0].body["messages"][0]["content"]
     assert content == [{"type": "text", "text": "héllo → 世界"}]

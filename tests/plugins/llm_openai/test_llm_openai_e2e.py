@@ -24,7 +24,7 @@ from dsh_llm import (
 from tests.support import event_data
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import OpenAIServer
+    from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 

@@ -13,11 +13,10 @@ from dsh.testing import run_turn, write_deployment
 from dsh_llm import LlmRequest, Message, ToolCallBlock, ToolResultBlock
 from dsh_llm_openai import OpenAICompatibleConfig, request_body
 from dsh_system_prompt import ToolSchema
-from tests.plugins.llm_openai.conftest import llama_cpp_problems
-from tests.plugins.llm_openai.openai_support import final_failure, stream_ok
+from tests.plugins.llm_openai.openai_support import final_failure, llama_cpp_problems
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import OpenAIServer
+    from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
@@ -95,7 +94,7 @@ async def test_a_tool_round_trip_against_a_strict_server(
         d(finish="tool_calls"),
         "[DONE]",
     )
-    stream_ok(server, "It said HI.")
+    server.ok("It said HI.")
     (tmp_path / "shout_tool.py").write_text(SHOUT_TOOL)
     path = write_deployment(tmp_path, STRICT_DEPLOYMENT % server.url)
     async with Context() as root:
@@ -153,7 +152,7 @@ async def test_a_context_length_refusal_does_not_poison_the_session(
     # The rule of RFC 0009 on the case that matters: a request refused for its length
     # is not sent again, so the next turn fits and works.
     server.context_chars = 1000
-    stream_ok(server, "short answer")
+    server.ok("short answer")
     (tmp_path / "shout_tool.py").write_text(SHOUT_TOOL)
     path = write_deployment(tmp_path, STRICT_DEPLOYMENT % server.url)
     async with Context() as root:

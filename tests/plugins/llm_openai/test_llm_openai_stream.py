@@ -24,7 +24,7 @@ from tests.plugins.llm.llm_support import assemble
 from tests.plugins.llm_openai.openai_support import HTTPX_GC_WARNING, final_failure
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import OpenAIServer
+    from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
