@@ -49,7 +49,7 @@ async def test_thinking_and_tool_use_round_trip_through_a_deployment(
     path = write_deployment(tmp_path, DEPLOYMENT)
     environ = {"TEST_KEY": "sk-ant-from-env", "TEST_BASE_URL": server.url}
     async with Context() as root:
-        deployment = await load_deployment(path, root, environ=environ)
+        await load_deployment(path, root, environ=environ)
         agent = root.agents.get("main")
         assert await run_turn(agent, "What's the weather in Paris?") == {"kind": "completed"}
         session = agent.session
@@ -69,8 +69,6 @@ async def test_thinking_and_tool_use_round_trip_through_a_deployment(
         }
         assert Message.from_json(second["message"]).text == "It is 18 degrees and cloudy."
         assert isinstance(session.derive_messages()[1].content[2], ToolCallBlock)
-        await deployment.dispose()
-        assert root.get("llm") is None
 
     asked, answered = server.requests
     for seen in (asked, answered):
