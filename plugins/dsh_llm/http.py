@@ -456,8 +456,11 @@ class HttpAdapter(ABC, Generic[ConfigT]):
             else:
                 delay = min(failure.retry_after_ms / 1000, config.max_retry_after)
             # INFO, not WARNING: a retry that succeeds is not the user's problem, and
-            # one that fails for good is reported once, with its attempt count.
+            # one that fails for good is reported once, with its attempt count. A
+            # front-end shows `dsh_status` as a passing status line (the terminal chat).
             request_id = "" if failure.request_id is None else f" (request id {failure.request_id})"
+            status = f"{failure.code}: retrying in {delay:.1f}s (attempt {attempt + 1} of "
+            status += f"{config.max_retries + 1})"
             self._log.info(
                 "%s failed (%s), retrying in %.2fs (attempt %d of %d): %s%s",
                 self.url,
@@ -467,6 +470,7 @@ class HttpAdapter(ABC, Generic[ConfigT]):
                 config.max_retries + 1,
                 failure.message,
                 request_id,
+                extra={"dsh_status": status},
             )
             await anyio.sleep(delay)
             attempt += 1

@@ -5,6 +5,7 @@ YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``. See the RE
 
 from __future__ import annotations
 
+from ._describe import TITLE_CHARS, describe_session, short_title
 from ._session import (
     COMMIT_EVENTS,
     EVENT_TYPE,
@@ -22,6 +23,7 @@ __all__ = [
     "COMMIT_EVENTS",
     "EVENT_TYPE",
     "EVENT_TYPES",
+    "TITLE_CHARS",
     "Session",
     "SessionError",
     "SessionEvent",
@@ -29,5 +31,7 @@ __all__ = [
     "SessionSpecs",
     "Sessions",
     "StoredSession",
+    "describe_session",
     "plugin",
+    "short_title",
 ]

@@ -9,14 +9,21 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from dsh import DshError
+from dsh_llm import LlmFormatError, Message, Usage
 from dsh_session import SessionEvent
 
 from ._errors import SessionReadError
 from ._format import FILE_NAME, SESSION_ID, InvalidRecord, parse_event, parse_header
 
-__all__ = ["SessionSummary", "list_sessions"]
+__all__ = ["TITLE_CHARS", "SessionSummary", "list_sessions"]
 
 _TAIL = 1 << 16
+#: The forward scan parses only the lines that name these (the records it reads).
+_USER = b'"user/message"'
+_ASSISTANT = b'"assistant/message"'
+_USAGE = b'"usage"'
+#: The longest title kept (``dsh sessions`` shortens it further).
+TITLE_CHARS = 200
 
 
 @dataclass(slots=True)
@@ -43,6 +50,12 @@ class SessionSummary:
     #: ``sessions.resume`` closes it as interrupted).
     open: bool = False
     error: str | None = None
+    #: The text of the first user message (at most :data:`TITLE_CHARS` characters),
+    #: None before any.
+    title: str | None = None
+    #: The usage of every assistant message summed (absent fields count 0), None when
+    #: no message recorded any.
+    usage: Usage | None = None
 
 
 def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
@@ -64,6 +77,46 @@ def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
         block *= 4
 
 
+def _added(total: Usage | None, more: Usage) -> Usage:
+    if total is None:
+        return more
+    return Usage(
+        total.input_tokens + more.input_tokens,
+        total.output_tokens + more.output_tokens,
+        (total.cache_read_tokens or 0) + (more.cache_read_tokens or 0),
+        (total.cache_write_tokens or 0) + (more.cache_write_tokens or 0),
+        (total.reasoning_tokens or 0) + (more.reasoning_tokens or 0),
+    )
+
+
+def _scan(file: BinaryIO, start: int, size: int) -> tuple[str | None, Usage | None]:
+    """The title and the summed usage of the records between ``start`` and ``size``,
+    reading forward; lines that do not parse are skipped."""
+    file.seek(start)
+    title: str | None = None
+    usage: Usage | None = None
+    position = start
+    for line in file:
+        position += len(line)
+        if position > size:
+            break
+        if not ((title is None and _USER in line) or (_ASSISTANT in line and _USAGE in line)):
+            continue
+        try:
+            event = parse_event(line)
+        except InvalidRecord:
+            continue
+        data = event.data
+        if event.type == "user/message" and title is None:
+            title = Message.from_json(data["message"]).text[:TITLE_CHARS]
+        elif event.type == "assistant/message" and "usage" in data:
+            try:
+                usage = _added(usage, Usage.from_json(data["usage"]))
+            except LlmFormatError:
+                continue
+    return title, usage
+
+
 def _summarize(session_id: str, path: Path) -> SessionSummary | None:
     """The summary of the session file ``path``; None when no file was published
     there (a crash during creation left only the directory)."""
@@ -73,7 +126,9 @@ def _summarize(session_id: str, path: Path) -> SessionSummary | None:
             if not first.endswith(b"\n"):
                 return SessionSummary(session_id, path, error=f"{path}:1: no complete header")
             header = parse_header(first, str(path), session_id)
-            last = _last_event(file, len(first), os.fstat(file.fileno()).st_size)
+            size = os.fstat(file.fileno()).st_size
+            last = _last_event(file, len(first), size)
+            title, usage = _scan(file, len(first), size)
     except FileNotFoundError:
         return None
     except (OSError, DshError) as exc:
@@ -92,6 +147,8 @@ def _summarize(session_id: str, path: Path) -> SessionSummary | None:
         turns=last.data["turn"],
         last_activity=last.time,
         open=last.type != "turn/end",
+        title=title,
+        usage=usage,
     )
 
 
@@ -104,8 +161,9 @@ def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:
     unreadable ones last (with ``error`` set). A missing root lists nothing, and so
     does a directory holding no published session file.
 
-    Reads only each file's header and its last records: nothing is locked, loaded or
-    written, so it is safe while sessions are live.
+    Reads each file's header and last records, and scans it once for the first user
+    message and the usage records: nothing is locked, loaded or written, so it is safe
+    while sessions are live.
     """
     base = Path(root)
     try:
