@@ -228,9 +228,15 @@ class TextBlock:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningBlock:
-    """The model's reasoning (DeepSeek's ``reasoning_content``)."""
+    """The model's reasoning (DeepSeek's ``reasoning_content``, Anthropic's thinking).
+
+    ``signature`` is opaque provider data that must go back with the block unchanged
+    (Anthropic signs its thinking); ``None`` when the provider gives none. Only the
+    adapter that made it reads it.
+    """
 
     text: str
+    signature: str | None = None
     type: Literal["reasoning"] = field(default="reasoning", init=False)
 
 
@@ -258,7 +264,7 @@ Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
 
 _BLOCKS: dict[str, tuple[Any, dict[str, _Check], dict[str, _Check]]] = {
     "text": (TextBlock, {"text": _STR}, {}),
-    "reasoning": (ReasoningBlock, {"text": _STR}, {}),
+    "reasoning": (ReasoningBlock, {"text": _STR}, {"signature": _STR}),
     "tool-call": (ToolCallBlock, {"id": _STR, "name": _STR, "arguments": _STR}, {}),
     "tool-result": (
         ToolResultBlock,
@@ -270,8 +276,8 @@ _BLOCK_KINDS = tuple(_BLOCKS)
 
 
 def block_to_json(block: Block) -> dict[str, Any]:
-    """The JSON form of a block: its fields, ``type`` included."""
-    return _fields(block)
+    """The JSON form of a block: its fields without the ``None`` ones, ``type`` included."""
+    return _compact(block)
 
 
 def block_from_json(data: Mapping[str, Any]) -> Block:

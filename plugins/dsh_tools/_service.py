@@ -149,7 +149,8 @@ class Tools(Service):
 
         Returns the exact disposer of the registration. Raises, leaving nothing
         behind, :class:`ToolRegistrationError` for a bad or duplicate name or a model
-        without a JSON Schema, and :class:`ToolTypeError` for a wrong type.
+        without a JSON Schema, and :class:`ToolTypeError` for a wrong type. The schema
+        shown to the model is ``tool.json_schema`` when given, else the model's.
         """
         checked: object = tool
         if not isinstance(checked, Tool):
@@ -177,6 +178,12 @@ class Tools(Service):
                 f'tool "{name}" execute must be callable as async (args, call), '
                 f"got {type(tool.execute).__name__}"
             )
+        given: object = tool.json_schema
+        if given is not None and not isinstance(given, Mapping):
+            raise ToolTypeError(
+                f'tool "{name}" json_schema must be a mapping (a JSON Schema object), '
+                f"got {type(given).__name__}"
+            )
         ctx = self.ctx
         scope = ctx.scope
         layer = self._global if scope is None else self._scope_layer(scope)
@@ -194,12 +201,15 @@ class Tools(Service):
                 holder=holder,
                 claimant=ctx.fiber,
             )
-        try:
-            schema = parameters.model_json_schema()
-        except Exception as exc:
-            raise ToolRegistrationError(
-                f'tool "{name}" parameters have no JSON Schema: {exc}'
-            ) from exc
+        if given is not None:
+            schema = dict(given)
+        else:
+            try:
+                schema = parameters.model_json_schema()
+            except Exception as exc:
+                raise ToolRegistrationError(
+                    f'tool "{name}" parameters have no JSON Schema: {exc}'
+                ) from exc
         entry = _Entry(
             tool,
             ToolSchema(name=name, description=tool.description, parameters=schema),

@@ -47,6 +47,7 @@ BLOCKS: list[Block] = [
     TextBlock("hello"),
     TextBlock(""),
     ReasoningBlock("thinking…"),
+    ReasoningBlock("signed thinking", signature="EqQBCgIYAhIM1gbcDa9GJwZA"),
     ToolCallBlock("call_1", "read", '{"path": "a.txt"}'),
     ToolResultBlock("call_1", "contents"),
     ToolResultBlock("call_2", "boom", is_error=True),
@@ -112,6 +113,13 @@ def test_chunk_json_is_flat_snake_case_and_omits_nones() -> None:
         "index": 1,
         "block": {"text": "x", "type": "text"},
         "type": "block-end",
+    }
+    # A reasoning block's signature is opaque provider data, kept only when there is one.
+    assert block_to_json(ReasoningBlock("r")) == {"text": "r", "type": "reasoning"}
+    assert block_to_json(ReasoningBlock("r", signature="sig")) == {
+        "text": "r",
+        "signature": "sig",
+        "type": "reasoning",
     }
     assert chunk_to_json(UsageChunk(Usage(1, 2))) == {
         "usage": {"input_tokens": 1, "output_tokens": 2},
