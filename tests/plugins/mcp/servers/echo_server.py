@@ -192,6 +192,9 @@ async def serve_http(server: Server[Any, Any]) -> None:
     )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
+    # Listening before the port is printed: a client that connects before uvicorn
+    # serves waits in the backlog instead of being refused.
+    sock.listen(128)
     sys.stdout.write(f"{sock.getsockname()[1]}\n")
     sys.stdout.flush()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
