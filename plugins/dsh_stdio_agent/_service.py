@@ -295,6 +295,9 @@ class _Chat:
 
     def on_event(self, session: Session, event: SessionEvent) -> None:
         if session is not self.agent.session:
+            depth = self.depth_of(session)
+            if depth:
+                self.on_child_event(session, event, depth)
             return
         data = event.data
         kind = event.type
@@ -320,6 +323,33 @@ class _Chat:
         elif kind == "todo/write" and data["todos"] != self.todos:
             self.todos = data["todos"]
             self.note(checklist(data["todos"]))
+
+    def depth_of(self, session: Session) -> int:
+        """How many delegations below the agent's session ``session`` is (0: not one
+        of its subagents)."""
+        depth = 0
+        store = self.owner.home_ctx.sessions
+        current: Session | None = session
+        while current is not None and current is not self.agent.session:
+            parent = current.header.meta.get("parent_session")
+            current = store.get(parent) if isinstance(parent, str) else None
+            depth += 1
+        return depth if current is not None else 0
+
+    def on_child_event(self, session: Session, event: SessionEvent, depth: int) -> None:
+        """A subagent's activity, indented under the tool call that started it: its
+        tool calls and its final text (not its streamed deltas)."""
+        data = event.data
+        indent = "  " * depth
+        who = f"[{session.header.meta.get('agent', '?')}]"
+        limit = self.config.preview_chars
+        if event.type == "tool/call":
+            self.note(f"{indent}{who} [tool] {data['name']} {_compact(data['arguments'], limit)}")
+        elif event.type == "assistant/message" and not data.get("interrupted"):
+            blocks = data["message"]["content"]
+            text = "".join(b["text"] for b in blocks if b.get("type") == "text")
+            if text.strip():
+                self.note(f"{indent}{who} {_compact(text, limit)}")
 
     # -- approvals ------------------------------------------------------------------------
 

@@ -37,7 +37,11 @@ TOOLS = [
     "job_kill",
     "job_list",
     "job_output",
+    "list_agents",
     "read",
+    "send_message",
+    "subagent",
+    "subagent_fork",
     "todo_write",
     "web_fetch",
     "write",
@@ -53,6 +57,20 @@ def text_frames(text: str) -> list[dict[str, Any]]:
     frames.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     frames.append({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3}})
     return frames
+
+
+def tool_call_frames(name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """One call of tool ``name``, then the finish asking for tool results."""
+    call = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+    return [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
 
 
 class Wire:
@@ -147,6 +165,28 @@ def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith(session)
     assert "1 turn  agent main  model deepseek-chat" in listed.stdout
+
+
+def test_the_model_delegates_to_a_subagent_that_sees_only_its_prompt(
+    wire: Wire, tmp_path: Path
+) -> None:
+    task = "List the Python files under src/ and say how many there are."
+    wire.replies.put(tool_call_frames("subagent", {"description": "count files", "prompt": task}))
+    wire.replies.put(text_frames("There are 3 Python files."))
+    wire.replies.put(text_frames("Your project has 3 Python files."))
+    done = run_dsh("run", str(EXAMPLE), "-p", "How big is it?", cwd=tmp_path, env=environ(wire))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Your project has 3 Python files."
+    assert "[tool] subagent " in done.stderr
+    assert "  [spawn-" in done.stderr  # the child's answer, indented under the call
+    parent, child, after = (request["body"] for request in wire.requests)
+    # The child starts with the deployment's system prompt and the task alone.
+    system, user = child["messages"]
+    assert system == parent["messages"][0]
+    assert user == {"role": "user", "content": task}
+    # Its answer is the tool result the parent reads next.
+    assert after["messages"][-1]["role"] == "tool"
+    assert after["messages"][-1]["content"] == "There are 3 Python files. "
 
 
 def test_a_missing_key_fails_at_once_naming_it(tmp_path: Path) -> None:
