@@ -188,7 +188,9 @@ class ToolCallSpec:
 Reply = str | Sequence[Any] | Callable[[Any], Any]
 
 
-def text(*parts: str, usage: tuple[int, ...] | None = None, finish: str = "stop") -> list[Any]:
+def text(
+    *parts: str, usage: tuple[int | None, ...] | None = None, finish: str = "stop"
+) -> list[Any]:
     """A text answer: one delta per part, then ``usage`` when given, then the finish.
 
     ``usage`` holds the fields of ``dsh_llm.Usage`` in order: input and output tokens,
@@ -215,7 +217,7 @@ def tool_call(
 
 
 def tool_calls(
-    *calls: ToolCallSpec, before: str = "", usage: tuple[int, ...] | None = None
+    *calls: ToolCallSpec, before: str = "", usage: tuple[int | None, ...] | None = None
 ) -> Callable[[Any], list[Any]]:
     """An answer calling tools (in this order), optionally after some text; ``usage``
     as in :func:`text`."""

@@ -32,6 +32,7 @@ from ._session import (
     SessionError,
     SessionEvent,
     SessionHeader,
+    message_of,
 )
 from ._store import Sessions, SessionSpecs, StoredSession
 
@@ -64,6 +65,7 @@ __all__ = [
     "check_event",
     "check_log",
     "check_session_id",
+    "message_of",
     "plugin",
     "recent_first",
 ]
