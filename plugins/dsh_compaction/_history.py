@@ -200,12 +200,14 @@ class History:
     def _offset(self, index: int) -> int:
         return self._offsets[index] if index < len(self._offsets) else len(self._flat)
 
-    def messages(self) -> list[Message]:
+    def messages(self) -> tuple[Message, ...]:
         """What the next request carries: the summary message (after a checkpoint), the
         turns kept since, pruned, and the turn in progress."""
-        head = [] if self.summary is None else [summary_message(self.summary)]
-        tail = [] if self._open is None else self._open.messages
-        return [*head, *self._flat[self._offset(self._kept) :], *tail]
+        head = () if self.summary is None else (summary_message(self.summary),)
+        tail = () if self._open is None else self._open.messages
+        start = self._offset(self._kept)
+        kept = self._flat[start:] if start else self._flat  # one copy fewer without a cut
+        return (*head, *kept, *tail)
 
     def plan(self, budget_chars: float, next_seq: int) -> Plan | None:
         """What compacting now would summarise, or None when nothing would be: the

@@ -178,7 +178,7 @@ class Compaction(Service):
         ended turns pruned."""
         history = self._state(session).history
         history.sync(session)
-        return history.messages()
+        return list(history.messages())
 
     async def compact(self, agent: Agent) -> str:
         """Compact ``agent``'s history now, whatever its size (``/compact``); returns
@@ -217,14 +217,17 @@ class Compaction(Service):
         window = self.context_window(request.model)
         session = agent.session
         state = self._state(session)
-        async with state.lock:
-            history = state.history
-            history.sync(session)
-            used = history.prompt_tokens
-            if used is not None and used > self.config.threshold_ratio * window:
-                await self._compact(session, history, request.model, window)
+        history = state.history
+        limit = self.config.threshold_ratio * window
+        history.sync(session)
+        if (history.prompt_tokens or 0) > limit:
+            # The slow path takes the lock (a /compact may be running) and looks again.
+            async with state.lock:
                 history.sync(session)
-            return dataclasses.replace(request, messages=tuple(history.messages()))
+                if (history.prompt_tokens or 0) > limit:
+                    await self._compact(session, history, request.model, window)
+                    history.sync(session)
+        return dataclasses.replace(request, messages=history.messages())
 
     async def _failed(self, agent: Agent, request: LlmRequest, failure: LlmFailure) -> bool | None:
         if failure.code != "CONTEXT_LENGTH":

@@ -11,7 +11,17 @@ from pathlib import Path
 import anyio
 import pytest
 
-from dsh.testing import Mark, Wait, capture_logs, failure, run_turn, text, tool_call, tool_calls
+from dsh.testing import (
+    Mark,
+    Wait,
+    capture_logs,
+    failure,
+    run_turn,
+    text,
+    tool_call,
+    tool_calls,
+    until,
+)
 from dsh_compaction import CHECKPOINT_EVENT, INSTRUCTION, NOTHING_TO_COMPACT, summary_message
 from dsh_llm import Message, ToolResultBlock
 from tests.plugins.compaction.compaction_support import (
@@ -420,6 +430,34 @@ async def test_compact_again_names_the_earlier_summary() -> None:
         assert line == (
             "Compacted the earlier summary and turn 2 into a summary of about 2 tokens; "
             "kept turn 3."
+        )
+
+
+async def test_a_request_waits_for_a_compact_in_progress_and_does_not_compact_again() -> None:
+    async with rig() as r:
+        await two_turns(r)  # the last prompt passed the threshold
+        reached, release = anyio.Event(), anyio.Event()
+        r.model.reply([Mark(reached), Wait(release), *text("SUMMARY")], answer("three"))
+        lines: list[str] = []
+
+        async def compact() -> None:
+            lines.append(await r.compaction.compact(r.agent))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(compact)
+            await reached.wait()
+            r.agent.send("c")
+            lock = r.compaction._states[r.agent.session].lock
+            await until(lambda: lock.statistics().tasks_waiting == 1)
+            release.set()
+        await r.agent.when_idle()
+        assert lines == ["Compacted turn 1 into a summary of about 2 tokens; kept turn 2."]
+        assert len(r.summary_requests()) == 1
+        assert r.model.requests[-1].messages == (
+            summary_message("SUMMARY"),
+            Message.user(B),
+            said("two"),
+            Message.user("c"),
         )
 
 

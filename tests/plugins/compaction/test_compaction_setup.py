@@ -174,7 +174,7 @@ def test_messages_outside_turns_are_kept_on_their_own() -> None:
     session.append("user/message", {"turn": 1, "step": 1, "message": Message.user("q").to_json()})
     history = History(None)
     history.sync(session)
-    assert history.messages() == session.derive_messages()
+    assert list(history.messages()) == session.derive_messages()
     assert history.current is not None
     plan = history.plan(100, len(session.events))
     assert plan == Plan(0, 1, 1, (), (1,), False)
@@ -184,7 +184,7 @@ def test_messages_outside_turns_are_kept_on_their_own() -> None:
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     history.sync(session)
     assert [history.current] == [None]
-    assert history.messages() == session.derive_messages()
+    assert list(history.messages()) == session.derive_messages()
 
 
 def test_a_turn_without_an_answer_that_did_not_complete_leaves_nothing() -> None:
@@ -200,7 +200,7 @@ def test_a_turn_without_an_answer_that_did_not_complete_leaves_nothing() -> None
     )
     history = History(None)
     history.sync(session)
-    assert history.messages() == session.derive_messages() == []
+    assert list(history.messages()) == session.derive_messages() == []
     assert history.plan(0, len(session.events)) is None
 
 
