@@ -6,8 +6,15 @@ Start a root with ``async with dsh.Context() as root:``, add plugins with
 
 from __future__ import annotations
 
-from ._check import CheckReport, CoreSpecs
-from ._commands import Command, CommandError, run_deployment_command
+from ._check import CheckReport, CoreSpecs, counted
+from ._commands import (
+    DEFAULT_DEPLOYMENT,
+    Command,
+    CommandError,
+    add_deployment_argument,
+    deployment_file,
+    run_deployment_command,
+)
 from ._config import EntryInfo, validate_config
 from ._context import Context
 from ._deployment import load_deployment
@@ -33,6 +40,7 @@ from ._plugin import Plugin, Service
 
 __all__ = [
     "ALL_SCOPES",
+    "DEFAULT_DEPLOYMENT",
     "CheckReport",
     "Command",
     "CommandError",
@@ -59,6 +67,9 @@ __all__ = [
     "ServiceConflictError",
     "ServiceNotFoundError",
     "UnknownEventError",
+    "add_deployment_argument",
+    "counted",
+    "deployment_file",
     "hookimpl",
     "hookspec",
     "load_deployment",

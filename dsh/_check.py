@@ -13,7 +13,15 @@ from pathlib import Path
 
 from ._events import hookspec
 
-__all__ = ["CheckReport", "CoreSpecs"]
+__all__ = ["CheckReport", "CoreSpecs", "counted"]
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``count`` and the noun that agrees with it: ``counted(1, "plugin entry",
+    "plugin entries")`` is ``"1 plugin entry"``, ``counted(2, "tool")`` is ``"2 tools"``
+    (``plural`` defaults to ``singular + "s"``)."""
+    noun = singular if count == 1 else plural or f"{singular}s"
+    return f"{count} {noun}"
 
 
 class CoreSpecs:
@@ -32,7 +40,7 @@ class CheckReport:
 
     ``agent`` is the ``--agent`` of ``dsh check`` (None: every agent). ``passed``
     holds short phrases that end up in the success line (``prompt renders for agent
-    "main" (1 tools)``); ``problems`` one line each that fails the check; ``warnings``
+    "main" (1 tool)``); ``problems`` one line each that fails the check; ``warnings``
     lines printed without failing it.
     """
 

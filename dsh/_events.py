@@ -201,7 +201,8 @@ class EventBus:
             for listener in chosen:
                 tg.start_soon(run, listener)
         if errors:
-            raise ExceptionGroup(f'{len(errors)} listeners of "{name}" failed', errors)
+            listeners = "1 listener" if len(errors) == 1 else f"{len(errors)} listeners"
+            raise ExceptionGroup(f'{listeners} of "{name}" failed', errors)
 
     async def waterfall(
         self,

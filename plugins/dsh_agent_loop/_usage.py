@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dsh_llm import Usage
+from dsh_llm import Usage, add_usage
 from dsh_session import Session, SessionEvent
 
 __all__ = [
@@ -40,18 +40,6 @@ class Price(BaseModel):
     output: float = Field(ge=0)
     cache_read: float | None = Field(default=None, ge=0)
     cache_write: float | None = Field(default=None, ge=0)
-
-
-def add_usage(total: Usage, usage: Usage) -> Usage:
-    """``total`` plus ``usage``, field by field; an absent (None) field counts 0 and
-    the sum has every field set."""
-    return Usage(
-        total.input_tokens + usage.input_tokens,
-        total.output_tokens + usage.output_tokens,
-        (total.cache_read_tokens or 0) + (usage.cache_read_tokens or 0),
-        (total.cache_write_tokens or 0) + (usage.cache_write_tokens or 0),
-        (total.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
-    )
 
 
 def _summed(events: Iterable[SessionEvent], turn: int | None = None) -> Usage:

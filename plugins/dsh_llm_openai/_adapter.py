@@ -193,7 +193,10 @@ class OpenAIAdapter:
             else:
                 delay = min(failure.retry_after_ms / 1000, config.max_retry_after)
             # INFO, not WARNING: a retry that succeeds is not the user's problem, and
-            # one that fails for good is reported once, with its attempt count.
+            # one that fails for good is reported once, with its attempt count. A
+            # front-end shows `dsh_status` as a passing status line (the terminal chat).
+            status = f"{failure.code}: retrying in {delay:.1f}s (attempt {attempt + 1} of "
+            status += f"{config.max_retries + 1})"
             _log.info(
                 "%s failed (%s), retrying in %.2fs (attempt %d of %d): %s",
                 self.url,
@@ -202,6 +205,7 @@ class OpenAIAdapter:
                 attempt + 1,
                 config.max_retries + 1,
                 failure.message,
+                extra={"dsh_status": status},
             )
             await anyio.sleep(delay)
             attempt += 1

@@ -5,6 +5,7 @@ YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``. See the RE
 
 from __future__ import annotations
 
+from ._describe import TITLE_CHARS, describe_session, short_title
 from ._persistence import (
     DURABLE_EVENTS,
     SESSION_ID,
@@ -44,6 +45,7 @@ __all__ = [
     "EVENT_TYPE",
     "EVENT_TYPES",
     "SESSION_ID",
+    "TITLE_CHARS",
     "Checked",
     "InvalidRecord",
     "LogDamage",
@@ -65,7 +67,9 @@ __all__ = [
     "check_event",
     "check_log",
     "check_session_id",
+    "describe_session",
     "message_of",
     "plugin",
     "recent_first",
+    "short_title",
 ]

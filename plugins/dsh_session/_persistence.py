@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh import DshError
-from dsh_llm import LlmFormatError, Message
+from dsh_llm import LlmFormatError, Message, Usage
 
 from ._session import COMMIT_EVENTS, EVENT_TYPES, SessionError, SessionEvent, SessionHeader
 
@@ -289,19 +289,35 @@ class SessionSummary:
     #: ``sessions.resume`` closes it as interrupted).
     open: bool = False
     error: str | None = None
+    #: The text of the first user message (a listing may cut it), None before any.
+    title: str | None = None
+    #: The usage of every assistant message summed (absent fields count 0), None when
+    #: no message recorded any.
+    usage: Usage | None = None
 
     @classmethod
-    def of(cls, path: Path, header: SessionHeader, last: SessionEvent | None) -> SessionSummary:
-        """The summary of the session ``header`` whose last valid record is ``last``."""
+    def of(
+        cls,
+        path: Path,
+        header: SessionHeader,
+        last: SessionEvent | None,
+        *,
+        title: str | None = None,
+        usage: Usage | None = None,
+    ) -> SessionSummary:
+        """The summary of the session ``header`` whose last valid record is ``last``
+        (with the ``title`` and ``usage`` its store found)."""
         base = (header.id, path, header.created_at, header.cwd, header.meta)
         if last is None:
-            return cls(*base, 0, 0, header.created_at)
+            return cls(*base, 0, 0, header.created_at, title=title, usage=usage)
         return cls(
             *base,
             events=last.seq + 1,
             turns=last.data["turn"],
             last_activity=last.time,
             open=last.type != "turn/end",
+            title=title,
+            usage=usage,
         )
 
 

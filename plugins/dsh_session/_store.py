@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from dsh import Context, Disposer, Service, hookspec
+from dsh_llm import Usage
 
 from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionError, SessionEvent, SessionHeader
 
@@ -39,6 +40,14 @@ class StoredSession(Protocol):
     @property
     def error(self) -> str | None:
         """Set when the stored session cannot be read (other fields may be empty)."""
+
+    @property
+    def title(self) -> str | None:
+        """The text of the first user message (a backend may cut it), None before any."""
+
+    @property
+    def usage(self) -> Usage | None:
+        """The tokens of the session's model steps summed, None when none recorded any."""
 
 
 class SessionSpecs:
@@ -217,6 +226,34 @@ class Sessions(Service):
         found: list[StoredSession] = []
         self.home_ctx.emit("session/list", found)
         return sorted(found, key=lambda s: -(s.last_activity or 0.0))
+
+    def find(self, prefix: str) -> StoredSession:
+        """The stored session whose id is ``prefix``, else the only one whose id starts
+        with it (what ``dsh run --resume`` takes).
+
+        Raises :class:`SessionError` for an empty ``prefix``, when no stored id starts
+        with it, and when several do (naming them).
+        """
+        if not prefix:
+            raise SessionError("a session id (or the start of one) cannot be empty")
+        stored = self.stored()
+        for item in stored:
+            if item.id == prefix:
+                return item
+        matches = sorted(item.id for item in stored if item.id.startswith(prefix))
+        if not matches:
+            raise SessionError(f'no stored session "{prefix}" (dsh sessions lists them)')
+        if len(matches) > 1:
+            raise SessionError(
+                f'the session id prefix "{prefix}" is ambiguous: it starts '
+                f"{', '.join(matches)}; give more of the id"
+            )
+        return next(item for item in stored if item.id == matches[0])
+
+    def newest(self) -> StoredSession | None:
+        """The readable stored session with the latest activity (what ``dsh run
+        --continue`` resumes), or None when there is none."""
+        return next((item for item in self.stored() if item.error is None), None)
 
     def get(self, session_id: str) -> Session | None:
         """The live session ``session_id``, or None."""

@@ -165,7 +165,8 @@ def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
     listed = run_dsh("sessions", str(EXAMPLE), cwd=tmp_path, env=environ(wire))
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith(session)
-    assert "1 turn  agent main  model deepseek-chat" in listed.stdout
+    assert "1 turn  tokens 12 in / 3 out  agent main  model deepseek-chat" in listed.stdout
+    assert listed.stdout.endswith('  "Explain main.py"\n')
 
 
 def test_the_model_delegates_to_a_subagent_that_sees_only_its_prompt(
@@ -204,6 +205,7 @@ def test_killed_mid_turn_then_resumed_loses_nothing_committed(wire: Wire, tmp_pa
         [sys.executable, "-m", "dsh", "run", str(EXAMPLE), "-p", "Refactor utils.py"],
         cwd=tmp_path,
         env=environ(wire),
+        stdin=subprocess.DEVNULL,  # not the test runner's: -p would read a pipe as context
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -149,6 +149,8 @@ async def test_429_is_retried_then_streams(
     assert record.levelno == logging.INFO
     assert "RATE_LIMITED" in record.getMessage()
     assert "attempt 2 of 3" in record.getMessage()
+    # What the terminal chat shows instead of the log line.
+    assert getattr(record, "dsh_status", None) == "RATE_LIMITED: retrying in 0.0s (attempt 2 of 3)"
 
 
 async def test_429_after_every_retry_is_rate_limited(server: LoopbackServer) -> None:
