@@ -27,7 +27,9 @@ async def test_compact_summarises_the_older_turns_and_says_so() -> None:
         assert await r.front.run() == EXIT_OK
         lines = r.out.getvalue().splitlines()
         assert lines[:3] == [NOTHING_TO_COMPACT, "one", "two"]
-        assert lines[3] == "Compacted turns 1-2 into a summary of about 3 tokens; no turn kept whole."
+        assert lines[3] == (
+            "Compacted turns 1-2 into a summary of about 3 tokens; no turn kept whole."
+        )
         assert lines[4] == "three"
         checkpoints = [e for e in r.agent.session.events if e.type == "compaction/checkpoint"]
         assert [c.data["summary"] for c in checkpoints] == ["the summary"]
