@@ -19,7 +19,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from ._check import CheckReport, counted
+from ._check import counted
 from ._commands import (
     Command,
     CommandError,
@@ -33,6 +33,7 @@ from ._commands import (
 from ._context import Context
 from ._fiber import Fiber
 from ._plugin import plugin_spec
+from ._report import CheckReport
 from ._resolve import installed_plugins
 
 __all__ = ["main"]

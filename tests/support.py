@@ -7,7 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +104,13 @@ def without_session_line(err: str) -> str:
     head, _, last = err.rstrip("\n").rpartition("\n")
     assert re.fullmatch(r"session: [0-9a-f]{32}", last), err
     return f"{head}\n" if head else ""
+
+
+def stored_seqs(records: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The event seqs the records of a session file hold, in order: one per record, and
+    one per chunk of a packed ``assistant/chunks`` row (its members follow its seq)."""
+    seqs: list[int] = []
+    for record in records:
+        count = len(record["data"]["chunks"]) if record["type"] == "assistant/chunks" else 1
+        seqs.extend(range(record["seq"], record["seq"] + count))
+    return seqs

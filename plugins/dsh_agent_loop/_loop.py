@@ -75,6 +75,10 @@ class AgentLoop(Plugin):
         super().__init__(ctx, config)
         self._ids = itertools.count(1)
         self._agents: dict[LoopAgent, None] = {}
+        events = ctx.events
+        #: The agent waterfalls, looked up once: a step skips one nobody listens to.
+        self.pre_step = events.event("agent/pre-step")
+        self.request = events.event("agent/request")
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx
@@ -230,9 +234,10 @@ class AgentLoop(Plugin):
             agent._usage = session_usage(session)  # what the steps before recorded
 
         def wiring() -> Iterator[Callable[[], object]]:
-            # One composite, undone last-in-first-out: the driver stops (the running
-            # turn records its end) before the agent leaves the registry, and the
-            # session leaves the store last.
+            # One composite, undone last-in-first-out: the agent stops taking messages,
+            # it leaves the registry, and the session leaves the store last. The
+            # driver task, started by the first message, is an effect of the scope
+            # made after this one: it stops (the running turn records its end) first.
             if own_session:
                 yield actx.sessions.enter(agent.session)
             if persona is not None:
@@ -242,7 +247,7 @@ class AgentLoop(Plugin):
             self._agents[agent] = None
             yield lambda: self._agents.pop(agent, None)
             yield actx.agents.register(agent)
-            yield actx.task(agent.drive, label=f"agent {id}")
+            yield agent._close
 
         try:
             actx.effect(wiring, label=f"agent {id}")

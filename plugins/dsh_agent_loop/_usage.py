@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh_llm import Usage, add_usage
-from dsh_session import Session, SessionEvent
+from dsh_session import ChunkRun, Session, SessionEvent
 
 __all__ = [
     "NO_USAGE",
@@ -42,6 +42,14 @@ class Price(BaseModel):
     cache_write: float | None = Field(default=None, ge=0)
 
 
+_Row = SessionEvent | ChunkRun
+
+
+def _plain(rows: Sequence[_Row]) -> Iterable[SessionEvent]:
+    """The plain events of a log's rows (a packed run of chunks holds no usage)."""
+    return (row for row in rows if not isinstance(row, ChunkRun))
+
+
 def _summed(events: Iterable[SessionEvent], turn: int | None = None) -> Usage:
     total = NO_USAGE
     for event in events:
@@ -53,18 +61,18 @@ def _summed(events: Iterable[SessionEvent], turn: int | None = None) -> Usage:
 def session_usage(session: Session) -> Usage:
     """The usage of every ``usage/step`` of ``session``, summed (a scan of its log;
     ``LoopAgent.usage`` keeps the same sum up to date without one)."""
-    return _summed(session.events)
+    return _summed(_plain(session.events.rows()))
 
 
 def turn_usage(session: Session, turn: int) -> Usage:
     """The usage of turn ``turn`` of ``session``, summed: a scan back from the end of
     the log to that turn's (latest) ``turn/start``; :data:`NO_USAGE` for a turn that
     never started."""
-    events = session.events
-    for start in range(len(events) - 1, -1, -1):
-        event = events[start]
-        if event.type == "turn/start" and event.data["turn"] == turn:
-            return _summed(events[start:], turn)
+    rows = session.events.rows()
+    for start in range(len(rows) - 1, -1, -1):
+        row = rows[start]
+        if not isinstance(row, ChunkRun) and row.type == "turn/start" and row.data["turn"] == turn:
+            return _summed(_plain(rows[start:]), turn)
     return NO_USAGE
 
 

@@ -7,7 +7,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from dsh_llm import Block, Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock, Usage
-from dsh_session import Session, message_of
+from dsh_session import ChunkRun, Session, message_of
 
 __all__ = [
     "CHECKPOINT_EVENT",
@@ -112,7 +112,8 @@ class Plan:
 class History:
     """The compacted history of one session, kept up to date from its log.
 
-    :meth:`sync` reads the events appended since the previous call. A turn's messages
+    :meth:`sync` reads the rows appended to the session's log since the previous call
+    (a packed run of chunks is passed over whole: chunks add no message). A turn's messages
     follow :meth:`Session.derive_messages` (a turn that ended without completing
     before the model answered leaves nothing); a turn's tool results are pruned when
     it ends, so the turn in progress is sent whole. The newest ``compaction/checkpoint``
@@ -153,8 +154,12 @@ class History:
 
     def sync(self, session: Session) -> None:
         """Read the events appended to ``session`` since the previous call."""
-        events = session.events
-        for event in events[self._scanned :]:
+        rows = session.events.rows()
+        count = len(rows)
+        for i in range(self._scanned, count):
+            event = rows[i]
+            if isinstance(event, ChunkRun):
+                continue
             kind = event.type
             data = event.data
             if kind == "turn/start":
@@ -181,7 +186,7 @@ class History:
                     alone = Turn(None, event.seq)
                     alone.add(message)
                     self._close(alone)
-        self._scanned = len(events)
+        self._scanned = count
 
     def _close(self, turn: Turn) -> None:
         messages = [prune(m, self._prune_over) for m in turn.messages]

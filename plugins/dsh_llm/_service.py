@@ -95,6 +95,8 @@ class Llm(Service):
         super().__init__(ctx, config)
         self._routes: dict[str, LlmAdapter] = {}
         self._owners: dict[str, Fiber] = {}
+        #: The llm/request waterfall, looked up once: a stream skips it when unheard.
+        self._on_request = ctx.events.event("llm/request")
 
     def models(self) -> list[str]:
         """The model names some adapter serves, sorted."""
@@ -189,12 +191,13 @@ class Llm(Service):
             raise LlmRequestError(
                 f"llm.stream needs a dsh_llm.LlmRequest, got {type(given).__name__}"
             )
-        request = await self.home_ctx.waterfall("llm/request", request, inner=lambda: request)
-        if not isinstance(request, LlmRequest):
-            raise LlmRequestError(
-                "an llm/request listener returned "
-                f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
-            )
+        if self._on_request.listeners():  # an empty waterfall is skipped
+            request = await self.home_ctx.waterfall("llm/request", request, inner=lambda: request)
+            if not isinstance(request, LlmRequest):
+                raise LlmRequestError(
+                    "an llm/request listener returned "
+                    f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
+                )
         adapter = self._routes.get(request.model)
         if adapter is None:
             known = ", ".join(self.models()) or "(none)"

@@ -324,9 +324,10 @@ class Message:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Message:
         """Rebuild a message from :meth:`to_json` output; raises :class:`LlmFormatError`."""
-        fields = _record(
-            data, "message", {"role": _one_of(("user", "assistant", "tool")), "content": _LIST}, {}
-        )
+        fast = _plain_message(data)
+        if fast is not None:
+            return fast
+        fields = _record(data, "message", _MESSAGE_FIELDS, {})
         blocks: list[Block] = []
         for i, item in enumerate(fields["content"]):
             try:
@@ -334,6 +335,59 @@ class Message:
             except LlmFormatError as exc:
                 raise LlmFormatError(f"message content[{i}]: {exc}") from None
         return cls(fields["role"], tuple(blocks))
+
+
+_ROLES: tuple[Literal["user", "assistant", "tool"], ...] = ("user", "assistant", "tool")
+_MESSAGE_FIELDS = {"role": _one_of(_ROLES), "content": _LIST}
+
+
+def _plain_block(item: object) -> Block | None:
+    """The block ``item`` encodes when it is exactly what :func:`block_to_json` writes
+    (plain ``dict``, ``str`` values, no extra key), else None: the validating decoder
+    then decides, and words its errors. Accepts nothing that decoder refuses."""
+    if type(item) is not dict:
+        return None
+    kind = item.get("type")
+    size = len(item)
+    if kind == "text" and size == 2:
+        text = item.get("text")
+        return TextBlock(text) if type(text) is str else None
+    if kind == "tool-call" and size == 4:
+        call_id, name, arguments = item.get("id"), item.get("name"), item.get("arguments")
+        if type(call_id) is str and type(name) is str and type(arguments) is str:
+            return ToolCallBlock(call_id, name, arguments)
+        return None
+    if kind == "tool-result" and size == 4:
+        call_id, content, is_error = (
+            item.get("tool_call_id"),
+            item.get("content"),
+            item.get("is_error"),
+        )
+        if type(call_id) is str and type(content) is str and type(is_error) is bool:
+            return ToolResultBlock(call_id, content, is_error)
+        return None
+    if kind == "reasoning" and size == 2:
+        text = item.get("text")
+        return ReasoningBlock(text) if type(text) is str else None
+    return None
+
+
+def _plain_message(data: object) -> Message | None:
+    """The fast path of :meth:`Message.from_json` for what :meth:`Message.to_json`
+    writes; None hands anything else to the validating decoder."""
+    if type(data) is not dict or len(data) != 2:
+        return None
+    role = data.get("role")
+    content = data.get("content")
+    if type(content) is not list or type(role) is not str or role not in _ROLES:
+        return None
+    blocks = []
+    for item in content:
+        block = _plain_block(item)
+        if block is None:
+            return None
+        blocks.append(block)
+    return Message(role, tuple(blocks))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,8 @@ YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``. See the RE
 from __future__ import annotations
 
 from ._describe import TITLE_CHARS, describe_session, short_title
+from ._event import SessionError, SessionEvent
+from ._packed import CHUNKS_ROW, ChunkRun, EventLog
 from ._persistence import (
     DURABLE_EVENTS,
     SESSION_ID,
@@ -30,8 +32,6 @@ from ._session import (
     EVENT_TYPE,
     EVENT_TYPES,
     Session,
-    SessionError,
-    SessionEvent,
     SessionHeader,
     message_of,
 )
@@ -40,6 +40,7 @@ from ._store import Sessions, SessionSpecs, StoredSession
 plugin = Sessions
 
 __all__ = [
+    "CHUNKS_ROW",
     "COMMIT_EVENTS",
     "DURABLE_EVENTS",
     "EVENT_TYPE",
@@ -47,6 +48,8 @@ __all__ = [
     "SESSION_ID",
     "TITLE_CHARS",
     "Checked",
+    "ChunkRun",
+    "EventLog",
     "InvalidRecord",
     "LogDamage",
     "Session",

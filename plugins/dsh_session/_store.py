@@ -11,7 +11,9 @@ from typing import Any, Protocol
 from dsh import Context, Disposer, Service, hookspec
 from dsh_llm import Usage
 
-from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionError, SessionEvent, SessionHeader
+from ._event import SessionError, SessionEvent
+from ._packed import EventLog
+from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionHeader
 
 __all__ = ["SessionSpecs", "Sessions", "StoredSession"]
 
@@ -88,12 +90,15 @@ class Sessions(Service):
 
     def __init__(self, ctx: Context, config: Any) -> None:
         super().__init__(ctx, config)
+        self._bus = ctx.events
         self._live: dict[str, Session] = {}
         #: Event types plugins declared, with how many declarations hold each.
         self._declared: dict[str, int] = {}
 
     def _publish(self, session: Session, event: SessionEvent) -> None:
-        self.home_ctx.emit("session/event", session, event)
+        # Scoped to the session's owner: a listener registered through another agent's
+        # context is not reached (the bus finds the scope's listeners by index).
+        self._bus.emit("session/event", (session, event), session._scope)
 
     def prepare(
         self,
@@ -114,20 +119,27 @@ class Sessions(Service):
         if sid in self._live:
             raise SessionError(f'session "{sid}" already exists')
 
+        scope = self.ctx.scope
+
         def body() -> Iterator[Callable[[], None]]:
             self._live[sid] = session
             session._on_append = self._publish
             session._declared = self._declared
+            session._scope = scope
+            session._audience = self._bus.event("session/event")
             yield functools.partial(self._drop, session)
-            self.home_ctx.emit("session/created", session)
+            self.home_ctx.emit("session/created", session, scope=scope)
 
         return self.ctx.effect(body, label=f"session {sid}")
 
     def _drop(self, session: Session) -> None:
         del self._live[session.id]
+        scope = session._scope
         session._on_append = None
         session._declared = frozenset()
-        self.home_ctx.emit("session/disposed", session)
+        session._scope = None
+        session._audience = None
+        self.home_ctx.emit("session/disposed", session, scope=scope)
 
     def declare_event_types(self, *types: str) -> Disposer:
         """Let the sessions of this store record events of ``types`` while the calling
@@ -206,7 +218,9 @@ class Sessions(Service):
             raise SessionError(
                 f'a session/open listener answered "{session_id}" with the header {header!r}'
             )
-        return Session(header, list(events))
+        if not isinstance(events, EventLog):
+            events = list(events)  # the backend's list stays the backend's
+        return Session(header, events)
 
     async def resume(self, session_id: str) -> Session:
         """:meth:`load`, then hold the session in the store while the calling plugin

@@ -8,9 +8,9 @@ from typing import BinaryIO
 
 from dsh import DshError
 from dsh_llm import LlmFormatError, Message, Usage, add_usage
-from dsh_session import SessionEvent, SessionReadError, SessionSummary, recent_first
+from dsh_session import ChunkRun, SessionEvent, SessionReadError, SessionSummary, recent_first
 
-from ._format import FILE_NAME, SESSION_ID, InvalidRecord, parse_event, parse_header
+from ._format import FILE_NAME, SESSION_ID, InvalidRecord, parse_event, parse_header, parse_record
 
 __all__ = ["TITLE_CHARS", "SessionSummary", "list_sessions"]
 
@@ -34,9 +34,12 @@ def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
             del lines[0]  # may begin mid-line
         for line in reversed(lines):
             try:
-                return parse_event(line)
+                record = parse_record(line)
             except InvalidRecord:
                 continue
+            if isinstance(record, ChunkRun):  # a packed row: its last chunk
+                return record.member(len(record) - 1)
+            return record
         if low == start:
             return None
         block *= 4

@@ -16,7 +16,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh_session import EVENT_TYPES, SessionEvent, SessionHeader
+from dsh_session import EVENT_TYPES, ChunkRun, EventLog, SessionEvent, SessionHeader
 
 from ._errors import (
     SessionDataError,
@@ -25,7 +25,7 @@ from ._errors import (
     SessionReadError,
     SessionWriteError,
 )
-from ._format import DURABLE_EVENTS, FILE_NAME, encode, encode_header, parse_log
+from ._format import DURABLE_EVENTS, FILE_NAME, FORMAT_VERSION, encode, encode_header, parse_log
 
 __all__ = [
     "Loaded",
@@ -117,9 +117,11 @@ class Loaded:
     """A stored session, its damaged tail cut (``length`` = its file's size now)."""
 
     header: SessionHeader
-    events: list[SessionEvent]
+    events: EventLog
     length: int
     notes: list[str]
+    #: The file's format version (a version-1 file is appended to in version 1).
+    version: int = FORMAT_VERSION
 
 
 def load_session(
@@ -142,17 +144,20 @@ def load_session(
             _cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
     finally:
         os.close(fd)
-    return Loaded(parsed.header, parsed.events, parsed.length, parsed.notes)
+    return Loaded(parsed.header, parsed.events, parsed.length, parsed.notes, parsed.version)
 
 
 class SessionLog:
     """The file of one live session.
 
     Records are encoded as they are appended and kept in a buffer; a durable record
-    (``DURABLE_EVENTS``) writes the buffer and itself, then fsyncs. The file is created
-    by the first write (header first, published by a hard link so it never exists
-    without its header). A failed write cuts the file back to its last good length and
-    keeps the records buffered, so the next commit writes them again without a gap.
+    (``DURABLE_EVENTS``) writes the buffer and itself, then fsyncs. The chunks of a
+    step wait in the buffer as their session's :class:`~dsh_session.ChunkRun` and are
+    written as one packed row (``packs``; a version-1 file gets a row per chunk). The
+    file is created by the first write (header first, published by a hard link so it
+    never exists without its header). A failed write cuts the file back to its last
+    good length and keeps the records buffered, so the next commit writes them again
+    without a gap.
     """
 
     def __init__(
@@ -163,6 +168,7 @@ class SessionLog:
         fsync: bool,
         fd: int | None = None,
         length: int = 0,
+        packs: bool = True,
     ) -> None:
         self.directory = directory
         self.path = directory / FILE_NAME
@@ -175,9 +181,11 @@ class SessionLog:
                 f"is not JSON ({exc})"
             ) from exc
         self.fsync = fsync
+        #: Whether runs of chunks are written as packed rows (format version 2).
+        self.packs = packs
         self._fd = fd
         self._length = length
-        self._pending: list[bytes] = []
+        self._pending: list[bytes | ChunkRun] = []
         self._dirty = False  # a rollback failed: the file may be longer than _length
         self._unsynced_dirs: list[Path] = []
         self._broken: str | None = None
@@ -196,23 +204,65 @@ class SessionLog:
         return len(self._pending)
 
     def add(self, events: Sequence[SessionEvent]) -> None:
-        """Buffer ``events``; write and sync at once when one of them is durable."""
+        """Buffer ``events``; write and sync at once when one of them is durable.
+
+        An :class:`~dsh_session.EventLog` is taken row by row: its runs of chunks stay
+        packed (with :attr:`packs`)."""
+        rows: Sequence[SessionEvent | ChunkRun] = (
+            events.rows() if isinstance(events, EventLog) and self.packs else events
+        )
         durable = False
-        for event in events:
-            if self._broken is not None:
-                raise SessionDataError(self._broken)
-            try:
-                line = encode(event.to_json())
-            except (TypeError, ValueError) as exc:
-                self._broken = (
-                    f'session "{self.header.id}" cannot be persisted past seq {event.seq}: '
-                    f'its "{event.type}" event carries data that is not JSON ({exc})'
-                )
-                raise SessionDataError(self._broken) from exc
-            self._pending.append(line)
-            durable = durable or event.type in DURABLE_EVENTS
+        for row in rows:
+            if isinstance(row, ChunkRun):
+                self._pending.append(row)
+                continue
+            self._encode(row)
+            durable = durable or row.type in DURABLE_EVENTS
         if durable:
             self.flush()
+
+    def add_chunk(self, run: ChunkRun, event: SessionEvent) -> None:
+        """Buffer ``event``, a chunk of ``run``: the run is written packed when this
+        log saw its first chunk (with :attr:`packs`), else the chunk gets its own row."""
+        if self._pending and self._pending[-1] is run:
+            return  # the whole run is buffered already
+        if self.packs and event.seq == run.seq0:
+            self._pending.append(run)
+        else:
+            self._encode(event)
+
+    def _encode(self, event: SessionEvent) -> None:
+        if self._broken is not None:
+            raise SessionDataError(self._broken)
+        try:
+            line = encode(event.to_json())
+        except (TypeError, ValueError) as exc:
+            self._broken = (
+                f'session "{self.header.id}" cannot be persisted past seq {event.seq}: '
+                f'its "{event.type}" event carries data that is not JSON ({exc})'
+            )
+            raise SessionDataError(self._broken) from exc
+        self._pending.append(line)
+
+    def _lines(self) -> bytes:
+        """The buffer as bytes: each buffered run is closed (the session's next chunk
+        starts a new one) and becomes its packed row."""
+        pending = self._pending
+        for i, item in enumerate(pending):
+            if isinstance(item, ChunkRun):
+                if self._broken is not None:
+                    raise SessionDataError(self._broken)
+                item.close()
+                try:
+                    pending[i] = encode(item.to_json())
+                except (TypeError, ValueError) as exc:
+                    self._broken = (
+                        f'session "{self.header.id}" cannot be persisted past seq '
+                        f"{item.seq0}: a chunk of turn {item.turn}, step {item.step} "
+                        f"carries data that is not JSON ({exc})"
+                    )
+                    raise SessionDataError(self._broken) from exc
+        return b"".join(pending)  # type: ignore[arg-type]  # every run was encoded
 
     def flush(self) -> None:
         """Write the buffered records and sync them (with ``fsync``)."""
@@ -220,7 +270,7 @@ class SessionLog:
             self._sync_dirs()
         if not self._pending:
             return
-        data = b"".join(self._pending)
+        data = self._lines()
         if self._fd is None:
             self._create(data)
             return
@@ -310,7 +360,7 @@ class SessionLog:
         """Write what is buffered (errors are logged) and close the file."""
         try:
             self.flush()
-        except (SessionWriteError, SessionExistsError) as exc:
+        except (SessionWriteError, SessionExistsError, SessionDataError) as exc:
             _log.error("session %r: records lost when closing: %s", self.header.id, exc)
         finally:
             if self._fd is not None:
@@ -319,8 +369,11 @@ class SessionLog:
                 self._fd = None
 
 
-def reopen(directory: Path, header: SessionHeader, length: int, *, fsync: bool) -> SessionLog:
-    """The log of a session :func:`load_session` just loaded (``length`` bytes long)."""
+def reopen(
+    directory: Path, header: SessionHeader, length: int, *, fsync: bool, version: int
+) -> SessionLog:
+    """The log of a session :func:`load_session` just loaded (``length`` bytes long,
+    format ``version``)."""
     path = directory / FILE_NAME
     fd = _open_locked(path)
     if fd is None or os.fstat(fd).st_size != length:
@@ -329,7 +382,7 @@ def reopen(directory: Path, header: SessionHeader, length: int, *, fsync: bool) 
         raise SessionInUseError(
             f"session file {path} changed after it was loaded (another process wrote it?)"
         )
-    return SessionLog(directory, header, fsync=fsync, fd=fd, length=length)
+    return SessionLog(directory, header, fsync=fsync, fd=fd, length=length, packs=version >= 2)
 
 
 def attach(
@@ -360,7 +413,14 @@ def attach(
             )
         if parsed.length < len(raw):
             _cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
-        log = SessionLog(directory, header, fsync=fsync, fd=fd, length=parsed.length)
+        log = SessionLog(
+            directory,
+            header,
+            fsync=fsync,
+            fd=fd,
+            length=parsed.length,
+            packs=parsed.version >= 2,
+        )
     except BaseException:
         os.close(fd)
         raise

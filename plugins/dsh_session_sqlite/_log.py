@@ -19,6 +19,7 @@ from typing import Any
 from dsh_session import (
     DURABLE_EVENTS,
     EVENT_TYPES,
+    EventLog,
     LogDamage,
     SessionCorruptError,
     SessionDataError,
@@ -98,7 +99,7 @@ class Loaded:
 
     header: SessionHeader
     key: int
-    events: list[SessionEvent]
+    events: EventLog
     notes: list[str] = field(default_factory=list)
 
 

@@ -6,6 +6,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import CoroutineType
 from typing import Any
 
 import anyio
@@ -305,7 +306,8 @@ class Tools(Service):
             return self._failed(name, exc)
         try:
             pending: object = tool.execute(args, call)
-            if not inspect.isawaitable(pending):
+            # A coroutine (an async def) is by far the usual case: skip the generic check.
+            if type(pending) is not CoroutineType and not inspect.isawaitable(pending):
                 return _misbehaved(
                     f'tool "{name}" execute returned {type(pending).__name__} instead of '
                     "an awaitable (it must be an async function)"

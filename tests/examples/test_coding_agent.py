@@ -22,7 +22,7 @@ from dsh_tool_bash import GUIDANCE as BASH_GUIDANCE
 from dsh_tool_fs import SECTIONS as FS_SECTIONS
 from dsh_tool_jobs import GUIDANCE as JOBS_GUIDANCE
 from dsh_tool_web import FETCH_GUIDANCE
-from tests.support import EXAMPLES, run_dsh
+from tests.support import EXAMPLES, run_dsh, stored_seqs
 
 EXAMPLE = EXAMPLES / "coding-agent" / "dsh.yml"
 PERSONA = (
@@ -247,7 +247,8 @@ def test_killed_mid_turn_then_resumed_loses_nothing_committed(wire: Wire, tmp_pa
         {"turn": 1, "reason": {"kind": "interrupted"}},
         {"turn": 2, "reason": {"kind": "completed"}},
     ]
-    assert [r["seq"] for r in after] == list(range(len(after)))
+    seqs = stored_seqs(after)  # contiguous, a packed row of chunks counting each chunk
+    assert seqs == list(range(len(seqs)))
 
 
 def test_prompt_shows_the_sections_in_order_and_the_tools(tmp_path: Path) -> None:

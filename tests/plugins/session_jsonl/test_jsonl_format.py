@@ -124,7 +124,8 @@ HEADER = {"type": "session", "version": 1, "id": "s", "created_at": 1.0}
         (b"{nope\n", "the header is not JSON"),
         (record_line([HEADER]) + b"\n", "line 1 is not a session header"),
         (record_line({**HEADER, "type": "turn/start"}) + b"\n", "line 1 is not a session header"),
-        (record_line({**HEADER, "version": 2}) + b"\n", "unsupported format version 2"),
+        (record_line({**HEADER, "version": 3}) + b"\n", "unsupported format version 3"),
+        (record_line({**HEADER, "version": True}) + b"\n", "unsupported format version True"),
         (record_line({k: v for k, v in HEADER.items() if k != "version"}) + b"\n", "version None"),
         (record_line({**HEADER, "id": "t"}) + b"\n", "the header names session 't'"),
         (record_line({**HEADER, "created_at": "x"}) + b"\n", "created_at or cwd is malformed"),
@@ -143,7 +144,11 @@ def test_a_full_header_is_read_back() -> None:
     assert parsed.header.to_json() == {
         k: v for k, v in header.items() if k not in ("type", "version")
     }
-    assert (parsed.events, parsed.length, parsed.notes) == ([], len(record_line(header)) + 1, [])
+    assert (list(parsed.events), parsed.length, parsed.notes) == (
+        [],
+        len(record_line(header)) + 1,
+        [],
+    )
 
 
 # -- listing -----------------------------------------------------------------------------
