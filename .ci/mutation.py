@@ -51,10 +51,44 @@ TARGETS: dict[str, list[str]] = {
     "plugins/dsh_agent_loop/_tool_calls.py": ["tests/plugins/agent_loop"],
     "plugins/dsh_session/_session.py": ["tests/plugins/session", "tests/plugins/agent_loop"],
     "plugins/dsh_session/_store.py": ["tests/plugins/session"],
-    "plugins/dsh_session_jsonl/_log.py": ["tests/plugins/session_jsonl"],
-    "plugins/dsh_session_jsonl/_format.py": ["tests/plugins/session_jsonl"],
-    "plugins/dsh_session_jsonl/_plugin.py": ["tests/plugins/session_jsonl"],
-    "plugins/dsh_session_jsonl/_listing.py": ["tests/plugins/session_jsonl"],
+    "plugins/dsh_session/_persistence.py": [
+        "tests/plugins/session_store",
+        "tests/plugins/session_jsonl",
+        "tests/plugins/session_sqlite",
+    ],
+    "plugins/dsh_session_jsonl/_log.py": [
+        "tests/plugins/session_jsonl",
+        "tests/plugins/session_store",
+    ],
+    "plugins/dsh_session_jsonl/_format.py": [
+        "tests/plugins/session_jsonl",
+        "tests/plugins/session_store",
+    ],
+    "plugins/dsh_session_jsonl/_plugin.py": [
+        "tests/plugins/session_jsonl",
+        "tests/plugins/session_store",
+    ],
+    "plugins/dsh_session_jsonl/_listing.py": [
+        "tests/plugins/session_jsonl",
+        "tests/plugins/session_store",
+    ],
+    "plugins/dsh_session_sqlite/_db.py": [
+        "tests/plugins/session_sqlite",
+        "tests/plugins/session_store",
+    ],
+    "plugins/dsh_session_sqlite/_locks.py": ["tests/plugins/session_sqlite"],
+    "plugins/dsh_session_sqlite/_log.py": [
+        "tests/plugins/session_sqlite",
+        "tests/plugins/session_store",
+    ],
+    "plugins/dsh_session_sqlite/_listing.py": [
+        "tests/plugins/session_sqlite",
+        "tests/plugins/session_store",
+    ],
+    "plugins/dsh_session_sqlite/_plugin.py": [
+        "tests/plugins/session_sqlite",
+        "tests/plugins/session_store",
+    ],
 }
 
 _FLIPS: dict[type[ast.cmpop], str] = {

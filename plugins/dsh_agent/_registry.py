@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from dsh import Context, Disposer, DshError, Service, hookspec
-from dsh_llm import LlmRequest, Message
+from dsh_llm import LlmFailure, LlmRequest, Message
 from dsh_session import Session
 from dsh_system_prompt import AssembleContext
 
@@ -147,6 +147,15 @@ class AgentSpecs:
     def agent_request(self, agent: Agent, request: LlmRequest, call_next: Any) -> LlmRequest:
         """Waterfall over each model request of an agent; return the request to send."""
         raise NotImplementedError
+
+    @hookspec
+    def agent_request_failed(
+        self, agent: Agent, request: LlmRequest, failure: LlmFailure
+    ) -> bool | None:
+        """Serial: a model request failed before the model produced anything. A
+        listener that returns True has made a retry worthwhile (compaction shortened
+        the history after a ``CONTEXT_LENGTH`` refusal): the loop ends the step and
+        runs the turn on in a new step, once; otherwise the turn fails."""
 
 
 def assemble_context_for(agent: Agent) -> AssembleContext:

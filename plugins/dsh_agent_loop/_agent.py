@@ -22,14 +22,19 @@ from dsh_llm import (
     AssembledMessage,
     BlockAssembler,
     LlmError,
+    LlmFailure,
     LlmRequest,
     Message,
+    ReasoningBlock,
+    TextBlock,
+    Usage,
 )
 from dsh_scope import Scope
 from dsh_session import Session
 from dsh_system_prompt import render_prompt
 
 from ._tool_calls import run_tool_calls
+from ._usage import NO_USAGE, USAGE_EVENT, add_usage, cost
 
 if TYPE_CHECKING:
     from ._loop import AgentLoop
@@ -129,6 +134,9 @@ class LoopAgent:
         self._step = 0
         self._header: dict[str, Any] | None = None
         self._disposed = False
+        #: The sum of the session's ``usage/step`` events (set for a resumed session by
+        #: the factory, then kept up to date by each step).
+        self._usage = NO_USAGE
         #: The driver task, started by the first message (an idle agent has none), and
         #: whether it has ended.
         self._driver: Disposer | None = None
@@ -146,6 +154,17 @@ class LoopAgent:
     @property
     def status(self) -> str:
         return self._status
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens of the whole session: every ``usage/step`` summed, each field
+        set (absent ones count 0). Kept up to date as steps record usage: O(1)."""
+        return self._usage
+
+    def cost(self, usage: Usage | None = None) -> float | None:
+        """What ``usage`` (default: :attr:`usage`) cost at the price the loop's
+        ``prices`` table gives this agent's model; None when it gives none."""
+        return cost(self._usage if usage is None else usage, self._loop.config.prices, self.model)
 
     def send(self, message: str | Message) -> None:
         """Queue ``message``; it starts its own turn once the turns before it ended."""
@@ -313,6 +332,7 @@ class LoopAgent:
         llm = loop.ctx.llm
         pending = messages
         max_tokens = False
+        retried = False
         step = 0
         while True:
             step = self._step = step + 1
@@ -366,15 +386,14 @@ class LoopAgent:
                 result = await self._stream(turn, step, request, llm)
                 finish = result.finish
                 if finish.failure is not None:
-                    raise LlmError(finish.failure)
-                data: dict[str, Any] = {
-                    "turn": turn,
-                    "step": step,
-                    "message": result.message.to_json(),
-                }
-                if result.usage is not None:
-                    data["usage"] = result.usage.to_json()
-                session.append("assistant/message", data, message=result.message)
+                    # One retry, in a new step, when a listener fixed the cause.
+                    if retried or not await self._recover(request, result, finish.failure):
+                        raise LlmError(finish.failure)
+                    retried = True
+                    pending = []
+                    continue
+                retried = False
+                self._record_answer(turn, step, result)
                 max_tokens = max_tokens or finish.reason == "max-tokens"
                 calls = result.message.tool_calls
                 if calls:
@@ -386,6 +405,31 @@ class LoopAgent:
             if not calls and not self._steering:
                 return {"kind": "max-tokens"} if max_tokens else {"kind": "completed"}
             pending = []
+
+    def _record_answer(self, turn: int, step: int, result: AssembledMessage) -> None:
+        """The step's ``assistant/message``, then its ``usage/step`` when the stream
+        reported usage (:attr:`usage` grows by it)."""
+        data: dict[str, Any] = {"turn": turn, "step": step, "message": result.message.to_json()}
+        usage = result.usage
+        if usage is not None:
+            data["usage"] = usage.to_json()
+        self.session.append("assistant/message", data, message=result.message)
+        if usage is not None:
+            self.session.append(USAGE_EVENT, {"turn": turn, "step": step, "usage": data["usage"]})
+            self._usage = add_usage(self._usage, usage)
+
+    async def _recover(
+        self, request: LlmRequest, result: AssembledMessage, failure: LlmFailure
+    ) -> bool:
+        """Whether an ``agent/request-failed`` listener made a retry of the failed
+        request worthwhile; asked only when the model produced nothing visible."""
+        if any(
+            isinstance(b, TextBlock | ReasoningBlock) and b.text.strip()
+            for b in result.message.content
+        ):
+            return False
+        answer = await self.ctx.serial("agent/request-failed", self, request, failure, scope=self)
+        return answer is True
 
     async def _pre_step(self, pending: list[Message], turn: int, step: int) -> Sequence[Message]:
         """The ``agent/pre-step`` waterfall (run only when someone listens)."""

@@ -16,6 +16,7 @@ from dsh_session import Session
 from dsh_system_prompt import AssembleContext, PromptSection
 
 from ._agent import LoopAgent
+from ._usage import USAGE_EVENT, Price, session_usage
 
 __all__ = ["AgentLoop", "AgentLoopConfig", "AgentSpec"]
 
@@ -39,6 +40,8 @@ class AgentLoopConfig(BaseModel):
 
     agents: list[AgentSpec] = []
     max_parallel_tool_calls: int = Field(default=8, gt=0)
+    #: Per-model prices (per million tokens) that turn usage into cost; none built in.
+    prices: dict[str, Price] = {}
 
     @field_validator("agents")
     @classmethod
@@ -83,6 +86,7 @@ class AgentLoop(Plugin):
         yield ctx.system_prompt.variable("model", _model_of)
         yield ctx.system_prompt.variable("cwd", _cwd_of)
         yield ctx.on("deployment/check", self._check)
+        yield ctx.sessions.declare_event_types(USAGE_EVENT)
         # Unloading the factory disposes every agent it made, wherever they are owned.
         yield self._dispose_agents
         for spec in self.config.agents:
@@ -226,6 +230,8 @@ class AgentLoop(Plugin):
             if session is not None
             else actx.sessions.prepare(cwd=cwd, meta={"agent": id, "model": model})
         )
+        if session is not None:
+            agent._usage = session_usage(session)  # what the steps before recorded
 
         def wiring() -> Iterator[Callable[[], object]]:
             # One composite, undone last-in-first-out: the agent stops taking messages,

@@ -39,6 +39,7 @@ __all__ = [
     "ToolResultBlock",
     "Usage",
     "UsageChunk",
+    "add_usage",
     "block_from_json",
     "block_to_json",
     "chunk_from_json",
@@ -213,6 +214,18 @@ class Usage:
                 },
             )
         )
+
+
+def add_usage(total: Usage, usage: Usage) -> Usage:
+    """``total`` plus ``usage``, field by field; an absent (None) field counts 0 and
+    the sum has every field set."""
+    return Usage(
+        total.input_tokens + usage.input_tokens,
+        total.output_tokens + usage.output_tokens,
+        (total.cache_read_tokens or 0) + (usage.cache_read_tokens or 0),
+        (total.cache_write_tokens or 0) + (usage.cache_write_tokens or 0),
+        (total.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
+    )
 
 
 # -- content blocks -----------------------------------------------------------------------

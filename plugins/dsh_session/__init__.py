@@ -8,7 +8,33 @@ from __future__ import annotations
 from ._describe import TITLE_CHARS, describe_session, short_title
 from ._event import SessionError, SessionEvent
 from ._packed import CHUNKS_ROW, ChunkRun, EventLog
-from ._session import COMMIT_EVENTS, EVENT_TYPE, EVENT_TYPES, Session, SessionHeader
+from ._persistence import (
+    DURABLE_EVENTS,
+    SESSION_ID,
+    Checked,
+    InvalidRecord,
+    LogDamage,
+    SessionCorruptError,
+    SessionDataError,
+    SessionExistsError,
+    SessionIdError,
+    SessionInUseError,
+    SessionReadError,
+    SessionSummary,
+    SessionWriteError,
+    check_event,
+    check_log,
+    check_session_id,
+    recent_first,
+)
+from ._session import (
+    COMMIT_EVENTS,
+    EVENT_TYPE,
+    EVENT_TYPES,
+    Session,
+    SessionHeader,
+    message_of,
+)
 from ._store import Sessions, SessionSpecs, StoredSession
 
 plugin = Sessions
@@ -16,19 +42,37 @@ plugin = Sessions
 __all__ = [
     "CHUNKS_ROW",
     "COMMIT_EVENTS",
+    "DURABLE_EVENTS",
     "EVENT_TYPE",
     "EVENT_TYPES",
+    "SESSION_ID",
     "TITLE_CHARS",
+    "Checked",
     "ChunkRun",
     "EventLog",
+    "InvalidRecord",
+    "LogDamage",
     "Session",
+    "SessionCorruptError",
+    "SessionDataError",
     "SessionError",
     "SessionEvent",
+    "SessionExistsError",
     "SessionHeader",
+    "SessionIdError",
+    "SessionInUseError",
+    "SessionReadError",
     "SessionSpecs",
+    "SessionSummary",
+    "SessionWriteError",
     "Sessions",
     "StoredSession",
+    "check_event",
+    "check_log",
+    "check_session_id",
     "describe_session",
+    "message_of",
     "plugin",
+    "recent_first",
     "short_title",
 ]

@@ -40,6 +40,7 @@ __all__ = [
     "SessionError",
     "SessionEvent",
     "SessionHeader",
+    "message_of",
 ]
 
 #: Every event type a session records (the data of each is in the README).
@@ -438,3 +439,14 @@ def _message_of(event: SessionEvent) -> Message | None:
         block = ToolResultBlock(data["call_id"], data["content"], data["is_error"])
         return Message("tool", (block,))
     return None
+
+
+def message_of(event: SessionEvent) -> Message | None:
+    """The history message one event contributes, or None: a ``user/message``'s
+    message, an ``assistant/message``'s unless its content is empty, a ``tool`` message
+    for a ``tool/result``; other types contribute nothing. Which turns' messages the
+    history keeps is :meth:`Session.derive_messages`'s rule."""
+    message = _message_of(event)
+    if message is not None and message.role == "assistant" and not message.content:
+        return None
+    return message

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from dsh import DshError
-from dsh_llm import LlmFormatError, Message, Usage
-from dsh_session import ChunkRun, SessionEvent
+from dsh_llm import LlmFormatError, Message, Usage, add_usage
+from dsh_session import ChunkRun, SessionEvent, SessionReadError, SessionSummary, recent_first
 
-from ._errors import SessionReadError
 from ._format import FILE_NAME, SESSION_ID, InvalidRecord, parse_event, parse_header, parse_record
 
 __all__ = ["TITLE_CHARS", "SessionSummary", "list_sessions"]
@@ -24,38 +21,6 @@ _ASSISTANT = b'"assistant/message"'
 _USAGE = b'"usage"'
 #: The longest title kept (``dsh sessions`` shortens it further).
 TITLE_CHARS = 200
-
-
-@dataclass(slots=True)
-class SessionSummary:
-    """One stored session as a listing shows it; ``error`` is set (and the other
-    fields left empty) when its file cannot be read.
-
-    A :class:`dsh_session.StoredSession` (what ``sessions.stored()`` lists); not frozen,
-    because that protocol declares plain (settable) attributes.
-    """
-
-    id: str
-    path: Path
-    created_at: float | None = None
-    cwd: str | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    #: Records in the file (the last valid record's seq + 1).
-    events: int = 0
-    #: The number of the last turn recorded (turns count from 1).
-    turns: int = 0
-    #: The time of the last valid record, else ``created_at``.
-    last_activity: float | None = None
-    #: Whether the last turn has no ``turn/end`` (running, or cut short by a crash:
-    #: ``sessions.resume`` closes it as interrupted).
-    open: bool = False
-    error: str | None = None
-    #: The text of the first user message (at most :data:`TITLE_CHARS` characters),
-    #: None before any.
-    title: str | None = None
-    #: The usage of every assistant message summed (absent fields count 0), None when
-    #: no message recorded any.
-    usage: Usage | None = None
 
 
 def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
@@ -80,18 +45,6 @@ def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
         block *= 4
 
 
-def _added(total: Usage | None, more: Usage) -> Usage:
-    if total is None:
-        return more
-    return Usage(
-        total.input_tokens + more.input_tokens,
-        total.output_tokens + more.output_tokens,
-        (total.cache_read_tokens or 0) + (more.cache_read_tokens or 0),
-        (total.cache_write_tokens or 0) + (more.cache_write_tokens or 0),
-        (total.reasoning_tokens or 0) + (more.reasoning_tokens or 0),
-    )
-
-
 def _scan(file: BinaryIO, start: int, size: int) -> tuple[str | None, Usage | None]:
     """The title and the summed usage of the records between ``start`` and ``size``,
     reading forward; lines that do not parse are skipped."""
@@ -114,9 +67,10 @@ def _scan(file: BinaryIO, start: int, size: int) -> tuple[str | None, Usage | No
             title = Message.from_json(data["message"]).text[:TITLE_CHARS]
         elif event.type == "assistant/message" and "usage" in data:
             try:
-                usage = _added(usage, Usage.from_json(data["usage"]))
+                more = Usage.from_json(data["usage"])
             except LlmFormatError:
                 continue
+            usage = more if usage is None else add_usage(usage, more)
     return title, usage
 
 
@@ -136,27 +90,7 @@ def _summarize(session_id: str, path: Path) -> SessionSummary | None:
         return None
     except (OSError, DshError) as exc:
         return SessionSummary(session_id, path, error=str(exc))
-    if last is None:
-        return SessionSummary(
-            session_id, path, header.created_at, header.cwd, header.meta, 0, 0, header.created_at
-        )
-    return SessionSummary(
-        session_id,
-        path,
-        header.created_at,
-        header.cwd,
-        header.meta,
-        events=last.seq + 1,
-        turns=last.data["turn"],
-        last_activity=last.time,
-        open=last.type != "turn/end",
-        title=title,
-        usage=usage,
-    )
-
-
-def _recent_first(summary: SessionSummary) -> tuple[bool, float, str]:
-    return (summary.error is not None, -(summary.last_activity or 0.0), summary.id)
+    return SessionSummary.of(path, header, last, title=title, usage=usage)
 
 
 def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:
@@ -164,9 +98,8 @@ def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:
     unreadable ones last (with ``error`` set). A missing root lists nothing, and so
     does a directory holding no published session file.
 
-    Reads each file's header and last records, and scans it once for the first user
-    message and the usage records: nothing is locked, loaded or written, so it is safe
-    while sessions are live.
+    Reads only each file's header and its last records: nothing is locked, loaded or
+    written, so it is safe while sessions are live.
     """
     base = Path(root)
     try:
@@ -182,5 +115,5 @@ def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:
         if SESSION_ID.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)
     ]
     summaries = [summary for summary in found if summary is not None]
-    summaries.sort(key=_recent_first)
+    summaries.sort(key=recent_first)
     return summaries

@@ -54,6 +54,7 @@ HELP = """\
 Type a message and press Enter to send it to the agent. Commands:
   /help     this help
   /prompt   the system prompt and the tools the agent would get now
+  /compact  summarise the older history now (needs the compaction plugin)
   /exit     quit (so does Ctrl-D, the end of input)
 Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.
 """
@@ -587,9 +588,24 @@ class _Chat:
             self.say(HELP)
         elif name == "/prompt":
             await self.show_system_prompt()
+        elif name == "/compact":
+            await self.compact()
         else:
             self.note(f"unknown command {name}; /help lists the commands")
         return False
+
+    async def compact(self) -> None:
+        """``/compact``: what the ``compaction`` service says it did, on stdout."""
+        compaction = self.owner.home_ctx.get("compaction")
+        if compaction is None:
+            self.note("/compact needs the compaction plugin (add `- name: compaction`)")
+            return
+        try:
+            line: str = await compaction.compact(self.agent)
+        except DshError as exc:
+            self.note(f"[compact] {exc}")
+            return
+        self.say(f"{line}\n")
 
     async def show_system_prompt(self) -> None:
         try:

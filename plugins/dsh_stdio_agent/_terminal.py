@@ -50,6 +50,7 @@ Type a message and press Enter to send it. Commands:
   /tokens          the tokens this session has used
   /sessions        the stored sessions (dsh run --resume ID continues one)
   /prompt          the system prompt and the tools the agent would get now
+  /compact         summarise the older history now (needs the compaction plugin)
   /exit            quit (so does Ctrl-D)
 Keys:
   Enter            send

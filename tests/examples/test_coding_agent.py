@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from dsh_context_files import PREAMBLE as CONTEXT_PREAMBLE
 from dsh_tool_bash import GUIDANCE as BASH_GUIDANCE
 from dsh_tool_fs import SECTIONS as FS_SECTIONS
 from dsh_tool_jobs import GUIDANCE as JOBS_GUIDANCE
@@ -271,3 +272,18 @@ def test_prompt_shows_the_sections_in_order_and_the_tools(tmp_path: Path) -> Non
     names = [line.split('"')[3] for line in tools.splitlines() if line.startswith('  "name"')]
     assert names == TOOLS
     assert '"run_in_background"' in tools
+
+
+def test_the_projects_agents_md_joins_the_prompt_after_the_persona(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
+    env["DEEPSEEK_API_KEY"] = "unused"
+    (tmp_path / "AGENTS.md").write_text("Run the tests with `make test`.\n")
+    done = run_dsh("prompt", str(EXAMPLE), cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    prompt = done.stdout.split("\n\n--- tools")[0]
+    agents_md = (tmp_path / "AGENTS.md").resolve()
+    quoted = f'<file path="{agents_md}">\nRun the tests with `make test`.\n\n</file>'
+    assert f"{PERSONA}\n\n{CONTEXT_PREAMBLE}\n\n{quoted}\n\n" in prompt
+    # Compaction is loaded with deepseek-chat's window: the check passes.
+    checked = run_dsh("check", str(EXAMPLE), cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stderr

@@ -151,7 +151,7 @@ async def test_simple_turn() -> None:
         assert boundaries(session) == ["turn/start", "step/start", "step/end", "turn/end"]
         kinds = event_types(session)
         assert kinds[:4] == ["turn/start", "user/message", "step/start", "request/header"]
-        assert kinds[-3:] == ["assistant/message", "step/end", "turn/end"]
+        assert kinds[-4:] == ["assistant/message", "usage/step", "step/end", "turn/end"]
         assert kinds.count("assistant/chunk") == len(answer)
         (message,) = event_data(session, "assistant/message")
         assert message["usage"] == {"input_tokens": 10, "output_tokens": 11}

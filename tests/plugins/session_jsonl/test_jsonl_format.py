@@ -9,6 +9,7 @@ import pytest
 
 from dsh_llm import Message, TextBlock, Usage
 from dsh_session import EVENT_TYPES
+from dsh_session._persistence import FIELDS
 from dsh_session_jsonl import (
     FILE_NAME,
     SessionCorruptError,
@@ -16,7 +17,7 @@ from dsh_session_jsonl import (
     SessionSummary,
     list_sessions,
 )
-from dsh_session_jsonl._format import _FIELDS, InvalidRecord, parse_event, parse_log
+from dsh_session_jsonl._format import InvalidRecord, parse_event, parse_log
 from dsh_session_jsonl._listing import _scan
 from tests.plugins.session_jsonl.jsonl_support import (
     event_record,
@@ -29,7 +30,7 @@ USER = Message.user("hi").to_json()
 
 
 def test_every_event_type_has_its_field_checks() -> None:
-    assert set(_FIELDS) == EVENT_TYPES
+    assert set(FIELDS) == EVENT_TYPES
 
 
 @pytest.mark.parametrize(

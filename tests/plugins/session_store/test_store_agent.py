@@ -1,9 +1,8 @@
-"""``session-jsonl`` under a real agent: a persisted turn resumed from a deployment,
-and a process SIGKILLed mid-turn whose committed records all survive."""
+"""Each store under a real agent: a persisted turn resumed from a deployment, and a
+process SIGKILLed mid-turn whose committed records all survive."""
 
 from __future__ import annotations
 
-import json
 import queue
 import signal
 import subprocess
@@ -18,17 +17,14 @@ import dsh
 from dsh.testing import write_deployment
 from dsh_llm import ToolResultBlock
 from dsh_session import Sessions
-from dsh_session_jsonl import FILE_NAME, JsonlSessions, list_sessions
-from dsh_session_jsonl._log import load_session
+from tests.plugins.session_store.store_support import Store, json_records
 from tests.support import echo_deployment
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_an_agent_turn_is_persisted_and_resumed(tmp_path: Path) -> None:
-    root = tmp_path / "sessions"
-    persistence = f'- {{id: persistence, name: session-jsonl, config: {{root: "{root}"}}}}'
-    yml = echo_deployment(tmp_path, "{model: echo-mock}", persistence)
+async def test_an_agent_turn_is_persisted_and_resumed(store: Store, tmp_path: Path) -> None:
+    yml = echo_deployment(tmp_path, "{model: echo-mock}", store.yaml_entry())
     async with dsh.Context() as ctx:
         await dsh.load_deployment(yml, ctx)
         agent = ctx.agents.get("main")
@@ -36,16 +32,14 @@ async def test_an_agent_turn_is_persisted_and_resumed(tmp_path: Path) -> None:
         await agent.when_idle()
         session = agent.session
         messages = session.derive_messages()
-        events = [e.to_json() for e in session.events]
+        events = json_records(session)
     assert messages[-1].text == "The echo tool returned: hello"
-    path = root / session.id / FILE_NAME
-    on_disk = [json.loads(line) for line in path.read_bytes().splitlines()]
-    assert on_disk[0]["meta"] == {"agent": "main", "model": "echo-mock"}
-    # Each step's chunks are one packed row; read back, the rows are the events.
-    assert [r["type"] for r in on_disk[1:]].count("assistant/chunks") == 2
-    loaded = load_session(root / session.id, session.id, fsync=False)
-    assert loaded is not None
-    assert [e.to_json() for e in loaded.events] == json.loads(json.dumps(events))
+    assert store.header(session.id)["meta"] == {"agent": "main", "model": "echo-mock"}
+    # Read back, the stored records are the events; session-jsonl packs each step's
+    # chunks into one row (two steps: two rows), session-sqlite keeps a row per chunk.
+    assert store.records(session.id) == events
+    packed = [r["type"] for r in store.rows(session.id)].count("assistant/chunks")
+    assert packed == (2 if store.packs else 0)
 
     async with dsh.Context() as ctx:
         await dsh.load_deployment(yml, ctx)
@@ -59,7 +53,7 @@ async def test_an_agent_turn_is_persisted_and_resumed(tmp_path: Path) -> None:
         history = [m.text for m in resumed.derive_messages() if m.role == "assistant"]
         assert history[-1] == "The echo tool returned: more"
     # The declared agent of the second run got a new session, but wrote nothing.
-    (summary,) = list_sessions(root)
+    (summary,) = store.summaries()
     assert (summary.id, summary.turns, summary.open) == (session.id, 2, False)
     assert summary.meta == {"agent": "main", "model": "echo-mock"}
 
@@ -147,7 +141,7 @@ anyio.run(main, sys.argv[1])
 
 @dataclass
 class Crash:
-    root: Path
+    store: Store
     session_id: str
     committed: list[tuple[int, str]]
 
@@ -159,9 +153,8 @@ def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
 
 
 @pytest.fixture
-def crash(tmp_path: Path) -> Crash:
+def crash(store: Store, tmp_path: Path) -> Crash:
     """Run a deployment in a child process and SIGKILL it mid-turn."""
-    root = tmp_path / "sessions"
     (tmp_path / "scripted.py").write_text(SCRIPTED_MODEL)
     (tmp_path / "driver.py").write_text(DRIVER)
     yml = write_deployment(
@@ -172,9 +165,7 @@ def crash(tmp_path: Path) -> Crash:
         - id: agent-core
           name: agent-core
           config: {{model: slow}}
-        - id: persistence
-          name: session-jsonl
-          config: {{root: "{root}"}}
+        {store.yaml_entry()}
         """,
         "slow.yml",
     )
@@ -206,7 +197,7 @@ def crash(tmp_path: Path) -> Crash:
             child.kill()
         assert child.wait() == -signal.SIGKILL
     assert ready
-    return Crash(root, session_id, committed)
+    return Crash(store, session_id, committed)
 
 
 async def test_records_committed_before_a_sigkill_survive_and_the_turn_is_closed(
@@ -222,7 +213,7 @@ async def test_records_committed_before_a_sigkill_survive_and_the_turn_is_closed
     ]
     async with dsh.Context() as ctx:
         await ctx.plugin(Sessions)
-        await ctx.plugin(JsonlSessions, {"root": str(crash.root)})
+        await crash.store.start(ctx)
         session = await ctx.sessions.resume(crash.session_id)
         for seq, event_type in crash.committed:
             assert session.events[seq].type == event_type
