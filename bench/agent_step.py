@@ -24,6 +24,14 @@ and the final text, so the workload cannot shrink.
   chunks, which dsh logs to the session and assembles; the peers get complete replies.
 
 Every scripted model reports the same token usage, so no peer spends time estimating it.
+
+After the table, dsh alone (with the peers where there are any): agent create + dispose;
+what 50 more runs leave behind; one ``session/event`` observer per agent through
+``agent.ctx`` at M=10 and M=1000 agents (flat in M); resuming a session of 1000 stored
+turns (making it, with its history derived, then its first turn, beside a turn on a
+fresh session); the memory a turn keeps when its answer streams as 1000 deltas (beside
+the same answer in one delta, and its text); the memory per idle agent beside an idle
+pydantic-ai and openai-agents ``Agent`` (tracemalloc).
 """
 
 from __future__ import annotations
@@ -37,12 +45,15 @@ import pstats
 import statistics
 import subprocess
 import sys
+import time
+import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from agents import Agent as OaiAgent
 from agents import ModelResponse as OaiModelResponse
 from agents import ModelSettings, RunConfig, Runner, function_tool, set_tracing_disabled
@@ -80,13 +91,14 @@ from dsh_llm import (
     Finish,
     LlmRequest,
     Message,
+    TextBlock,
     TextDelta,
     ToolCallDelta,
     Usage,
     UsageChunk,
 )
 from dsh_scope._scope import _LIVE
-from dsh_session import Session
+from dsh_session import Session, SessionEvent, SessionHeader
 from dsh_tools import Tool, ToolCall
 
 PROMPT = "Echo hello with the echo tool, then tell me you are done."
@@ -97,6 +109,7 @@ ECHO_ARGS = {"text": ECHOED}
 ECHO_JSON = '{"text": "hello"}'
 FINAL = "Done: every echo came back."
 MODEL = "scripted"
+SHORT = "short"
 CHUNKS_PER_REPLY = 5
 
 IMPLS = ("floor", "pydantic-ai", "openai-agents", "dsh")
@@ -337,6 +350,8 @@ async def make_dsh(root: dsh.Context) -> Callable[[], Awaitable[object]]:
     root.plugin(AgentCore, {"persona": INSTRUCTIONS})
     await root.settle()
     root.llm.register_adapter([MODEL], ScriptedAdapter())
+    root.llm.register_adapter([SHORT], ShortAdapter())
+    root.llm.register_adapter([STREAM], DeltasAdapter())
     root.tools.register(
         Tool(name="echo", description=ECHO_DESCRIPTION, parameters=EchoArgs, execute=dsh_echo)
     )
@@ -457,6 +472,189 @@ def dsh_lifecycle(root: dsh.Context, batch: int) -> Callable[[], Awaitable[objec
     return go
 
 
+class ShortAdapter:
+    """Answers every request with one short text block (no tool call)."""
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
+        yield BlockStart(0, "text")
+        yield TextDelta(0, "ok")
+        yield BlockEnd(0)
+        yield UsageChunk(DSH_USAGE)
+        yield Finish("stop")
+
+
+async def observed_turns(root: dsh.Context, agents: int, turns: int, rounds: int) -> float:
+    """Median seconds per agent-turn with ``agents`` live agents, each observed by one
+    ``session/event`` listener registered through its own ``agent.ctx``; ``turns``
+    agents take one short turn per round."""
+    made: list[Agent] = [root.agents.create(model=SHORT) for _ in range(agents)]
+    heard = [0]
+
+    def observe(session: Session, event: object) -> None:
+        heard[0] += 1
+
+    for agent in made:
+        agent.ctx.on("session/event", observe)
+    busy = made[:turns]
+
+    async def go() -> None:
+        for agent in busy:
+            agent.send(PROMPT)
+            await agent.when_idle()
+
+    await go()  # warm-up
+    samples = await sample_async({"turns": go}, rounds)
+    # Each observer heard its own agent's events, and only those.
+    expected = sum(len(agent.session.events) for agent in busy)
+    assert heard[0] == expected, (heard[0], expected)
+    for agent in made:
+        await agent.dispose()
+    return statistics.median(samples["turns"]) / len(busy)
+
+
+STREAM = "stream"
+DELTAS = 1000
+WORDS = [f"w{i % 997} " for i in range(DELTAS)]
+ANSWER = "".join(WORDS)
+
+
+class DeltasAdapter:
+    """Streams :data:`ANSWER` in :data:`DELTAS` text deltas, or whole when asked."""
+
+    def __init__(self) -> None:
+        self.whole = False
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
+        yield BlockStart(0, "text")
+        # Whole: a string made now, as a model's reply would be (not the constant).
+        for piece in ["".join(WORDS)] if self.whole else WORDS:
+            yield TextDelta(0, piece)
+        yield BlockEnd(0)
+        yield UsageChunk(DSH_USAGE)
+        yield Finish("stop")
+
+
+def _settled_bytes() -> int:
+    gc.collect()
+    return sum(stat.size for stat in tracemalloc.take_snapshot().statistics("filename"))
+
+
+async def turn_memory(root: dsh.Context, adapter: DeltasAdapter, whole: bool) -> int:
+    """Bytes a session keeps for one turn whose answer streamed as :data:`DELTAS`
+    deltas (or as one, with ``whole``): measured with tracemalloc around the turn."""
+    adapter.whole = whole
+    agent: Agent = root.agents.create(model=STREAM)
+    agent.send(PROMPT)  # a first turn: what every turn allocates once is not counted
+    await agent.when_idle()
+    tracemalloc.start()
+    try:
+        before = _settled_bytes()
+        agent.send(PROMPT)
+        await agent.when_idle()
+        kept = _settled_bytes() - before
+    finally:
+        tracemalloc.stop()
+    final = [m for m in agent.session.history() if m.role == "assistant"][-1]
+    assert final.text == ANSWER, final.text[:40]
+    await agent.dispose()
+    return kept
+
+
+def _bytes_per(make: Callable[[], object], count: int) -> float:
+    """Bytes each of ``count`` objects made by ``make`` keeps (tracemalloc)."""
+    made: list[object] = []
+    tracemalloc.start()
+    try:
+        before = _settled_bytes()
+        made.extend(make() for _ in range(count))
+        kept = _settled_bytes() - before
+    finally:
+        tracemalloc.stop()
+    assert len(made) == count
+    return kept / count
+
+
+async def idle_agent_memory(root: dsh.Context, count: int) -> dict[str, float]:
+    """Bytes per idle agent: dsh agents created and settled (driver waiting), beside
+    a pydantic-ai and an openai-agents ``Agent`` with the same instructions and tool."""
+
+    def pai() -> object:
+        agent: PaiAgent[None, str] = PaiAgent(FunctionModel(_pai_model), instructions=INSTRUCTIONS)
+
+        async def echo(text: str) -> str:
+            return text
+
+        agent.tool_plain(echo)
+        return agent
+
+    def oai() -> object:
+        async def echo(text: str) -> str:
+            return text
+
+        return OaiAgent(
+            name="bench",
+            instructions=INSTRUCTIONS,
+            model=ScriptedOaiModel(),
+            tools=[function_tool(echo)],
+        )
+
+    made: list[Agent] = []
+    tracemalloc.start()
+    try:
+        before = _settled_bytes()
+        made.extend(root.agents.create(model=MODEL) for _ in range(count))
+        for _ in range(3):  # settled: an idle agent starts no driver task
+            await anyio.lowlevel.checkpoint()
+        dsh_bytes = (_settled_bytes() - before) / count
+    finally:
+        tracemalloc.stop()
+    assert all(agent.status == "idle" for agent in made)
+    for agent in made:
+        await agent.dispose()
+    return {DSH: dsh_bytes, PAI: _bytes_per(pai, count), OAI: _bytes_per(oai, count)}
+
+
+def stored_history(turns: int) -> list[SessionEvent]:
+    """The events of a finished session of ``turns`` one-step turns."""
+    session = Session(SessionHeader("stored", 0.0))
+    for turn in range(1, turns + 1):
+        session.append("turn/start", {"turn": turn})
+        question = Message.user(f"question {turn}").to_json()
+        session.append("user/message", {"turn": turn, "step": 1, "message": question})
+        session.append("step/start", {"turn": turn, "step": 1})
+        answer = Message("assistant", (TextBlock(f"answer {turn}"),)).to_json()
+        session.append("assistant/message", {"turn": turn, "step": 1, "message": answer})
+        session.append("step/end", {"turn": turn, "step": 1})
+        session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    return list(session.events)
+
+
+async def resumed_turns(root: dsh.Context, turns: int, rounds: int) -> dict[str, float]:
+    """Median seconds: making a session of ``turns`` stored turns (what a backend's load
+    hands the store; its history is derived then), the first turn of an agent on it,
+    and a turn of an agent on a fresh session (the same run's peer)."""
+    events = stored_history(turns)
+    samples: dict[str, list[float]] = {"load": [], "first": [], "fresh": []}
+    for n in range(rounds):
+        start = time.perf_counter()
+        session = Session(SessionHeader(f"stored-{n}", 0.0), list(events))
+        samples["load"].append(time.perf_counter() - start)
+        agent: Agent = root.agents.create(model=SHORT, session=session)
+        start = time.perf_counter()
+        agent.send(PROMPT)
+        await agent.when_idle()
+        samples["first"].append(time.perf_counter() - start)
+        assert len(agent.session.history()) == 2 * turns + 2
+        await agent.dispose()
+        fresh: Agent = root.agents.create(model=SHORT)
+        start = time.perf_counter()
+        fresh.send(PROMPT)
+        await fresh.when_idle()
+        samples["fresh"].append(time.perf_counter() - start)
+        await fresh.dispose()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 async def profile_dsh(run: Callable[[], Awaitable[object]], runs: int, top: int) -> None:
     """cProfile ``runs`` dsh runs at N=100 and print the top entries."""
     profiler = cProfile.Profile()
@@ -547,14 +745,45 @@ async def main(quick: bool, profile: bool) -> None:
         )
         residue = await dsh_residue(root, runs[DSH])
         print(f"dsh after 50 more runs (create, run, dispose): {residue}")
+        few = await observed_turns(root, 10, 10, rounds)
+        many = await observed_turns(root, 1000, 10, rounds)
+        print(
+            "dsh one session/event observer per agent (registered through agent.ctx), "
+            f"per agent-turn: M=10 {few * 1e6:.1f} us, M=1000 {many * 1e6:.1f} us "
+            f"({many / few:.2f}x; flat in M = 1x)"
+        )
+        resumed = await resumed_turns(root, 1000, rounds)
+        print(
+            "dsh resuming a session of 1000 stored turns: making it (history derived) "
+            f"{resumed['load'] * 1e3:.2f} ms, its first turn {resumed['first'] * 1e3:.2f} ms; "
+            f"a turn on a fresh session {resumed['fresh'] * 1e3:.2f} ms "
+            f"(first / fresh {resumed['first'] / resumed['fresh']:.2f}x)"
+        )
+        adapter = root.llm._routes[STREAM]
+        streamed = await turn_memory(root, adapter, whole=False)
+        whole = await turn_memory(root, adapter, whole=True)
+        text = len(ANSWER.encode())
+        print(
+            f"dsh memory kept by a turn streaming a {text / 1024:.1f} KiB answer: "
+            f"{DELTAS} deltas {streamed / 1024:.1f} KiB ({streamed / text:.2f}x the text), "
+            f"1 delta {whole / 1024:.1f} KiB; the deltas add {(streamed - whole) / 1024:.1f} "
+            f"KiB ({(streamed - whole) / text:.2f}x the text)"
+        )
+        idle = await idle_agent_memory(root, 200)
+        cells = ", ".join(f"{name} {idle[name] / 1024:.1f} KiB" for name in (DSH, PAI, OAI))
+        print(
+            f"memory per idle agent (200 of each): {cells}; dsh / pydantic-ai "
+            f"{idle[DSH] / idle[PAI]:.2f}x, dsh / openai-agents {idle[DSH] / idle[OAI]:.2f}x"
+        )
         print(
             "\nNot like for like: per step dsh does more than the peers. Its adapter streams"
-            "\nfive chunks per reply, and dsh logs each chunk as a session event and assembles"
-            "\nthe blocks; a tool step appends ten session events in all. Each step also"
-            "\nassembles and renders the system prompt and runs the agent/pre-step,"
-            "\nagent/request and llm/request waterfalls. The peers take whole replies and"
-            "\nkeep no event log. Each dsh run also creates and disposes an agent: a scope"
-            "\nfiber, a session and a driver task. The peers reuse one Agent."
+            "\nfive chunks per reply, which dsh logs (one event each, packed per step) and"
+            "\nassembles; a tool step records ten session events in all. Each step also"
+            "\nassembles and renders the system prompt and offers the agent/pre-step,"
+            "\nagent/request and llm/request waterfalls (skipped when nobody listens). The"
+            "\npeers take whole replies and keep no event log. Each dsh run also creates and"
+            "\ndisposes an agent: a scope fiber, a session, and the driver task its first"
+            "\nmessage starts. The peers reuse one Agent."
         )
         if profile:
             await profile_dsh(runs[DSH], 3 if quick else 20, 30)

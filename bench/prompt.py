@@ -1,40 +1,74 @@
-"""Prompt benchmark: assemble + render beside a floor and Jinja2, in one run.
+"""Prompt benchmark: assemble + render beside compiled Jinja2 and a floor, in one run.
 
 Run: ``.venv/bin/python -m bench.prompt`` (needs the ``bench`` extra for Jinja2;
-``--quick`` for a smoke run).
+``--quick`` for a smoke run, ``--profile`` to also print cProfile call counts at S=100).
 
 The workload: S sections (10/100/1000) contributed by one plugin, T tools (10/100) from
-one provider, 20 variables, each section referencing two variables. dsh does the whole
-``assemble()`` (layers, variables, sort, tool copy and order, the waterfall) and then
-``render_prompt``. Peers render the same text:
+one provider, 20 variables (each a provider function, so each assembly calls them),
+each section referencing two variables. The rows, interleaved round by round:
 
+* jinja2 render only: the whole prompt as one template (``StrictUndefined``), compiled
+  once, rendered with the 20 values: the peer every ratio is taken against;
 * floor: sections pre-sorted, one ``"\\n\\n".join`` and one ``re.sub`` over a dict;
-* jinja2: the joined text as one template with ``StrictUndefined``, compiled per render
-  (the sections change between renders) and, for reference, compiled once.
+* dsh render: ``render_prompt`` of a plain ``PromptAssembly`` holding the same sections
+  (not one from ``assemble()``, whose sections were never read), with the scan cache
+  warm and the same values as the render before (what a step renders when nothing
+  changed), with values that change at every render (one value alternates, for
+  Jinja2 too), and with the scan cache cleared before every render (every section
+  scanned and the whole prompt planned again);
+* dsh assemble: ``await assemble()`` alone (layers, the 20 variable providers, the tool
+  provider, tool order, the waterfall), its per-scope cache warm;
+* dsh assemble + render: both, as the agent loop does at each step; and the same
+  reading ``assembly.tools`` too (the fresh copies every caller may mutate).
+
+Every rendered prompt is checked (untimed) against Jinja2's, so no row can do less.
 """
 
 from __future__ import annotations
 
+import cProfile
+import io
+import pstats
 import re
 import sys
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
 import jinja2
 
 import dsh
-from bench._timing import Row, measure, measure_async, print_table
+from bench._timing import Row, measure_async, print_table
 from dsh_system_prompt import (
     AssembleContext,
+    PromptAssembly,
     PromptSection,
     SystemPrompt,
     ToolProviderResult,
     ToolSchema,
     render_prompt,
 )
+from dsh_system_prompt import _render as render_module
 
 VARIABLES = {f"v{i}": f"value-{i}" for i in range(20)}
 REFERENCE = re.compile(r"\{\{([a-z][a-z0-9_]*)\}\}")
+PERSONA = "You are bench-agent."
+IDENTITY = "You are an AI agent powered by dsh."
+
+#: The values the changing rows alternate with (one value differs).
+OTHER_VARIABLES = {**VARIABLES, "v3": "other-3"}
+
+PEER = "jinja2 render only"
+ROWS = [
+    PEER,
+    "floor (join + re.sub)",
+    "dsh render, same values",
+    "dsh render, values change",
+    "dsh render, scan cache cleared",
+    "dsh assemble",
+    "dsh assemble + render",
+    "dsh assemble + render + .tools",
+]
 
 
 def section_text(i: int) -> str:
@@ -59,10 +93,10 @@ def tool_schemas(count: int) -> list[ToolSchema]:
     ]
 
 
-def contributor(sections: int, tools: int) -> Any:
+def contributor(sections: int, tools: int) -> Callable[[dsh.Context, None], Iterator[Any]]:
     schemas = tool_schemas(tools)
 
-    def apply(ctx: dsh.Context, config: None) -> Any:
+    def apply(ctx: dsh.Context, config: None) -> Iterator[Any]:
         prompt = ctx.system_prompt
         for i in range(sections):
             # Registered out of order so assembly has real sorting to do.
@@ -77,97 +111,155 @@ def contributor(sections: int, tools: int) -> Any:
     return apply
 
 
+def ordered_texts(sections: int) -> list[str]:
+    """The section texts in render order (what the floor and Jinja2 get)."""
+    by_order = sorted(range(sections), key=lambda i: (i * 37) % sections)
+    return [IDENTITY, PERSONA, *(section_text(i) for i in by_order)]
+
+
 def floor_render(texts: list[str]) -> str:
-    joined = "\n\n".join(texts)
-    return REFERENCE.sub(lambda m: VARIABLES[m.group(1)], joined)
+    return REFERENCE.sub(lambda m: VARIABLES[m.group(1)], "\n\n".join(texts))
 
 
-async def run(quick: bool) -> tuple[list[Row], list[Row]]:
+def clear_scan_cache() -> None:
+    """Forget every compiled section text (the renderer's scan cache)."""
+    render_module.clear_cache()
+
+
+def _repeat(fn: Callable[[], object], ops: int) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        for _ in range(ops):
+            fn()
+
+    return run
+
+
+def _alternating(fn: Callable[[dict[str, str]], object]) -> Callable[[], object]:
+    """``fn`` called with VARIABLES and OTHER_VARIABLES in turn."""
+    turn = [VARIABLES, OTHER_VARIABLES]
+
+    def call() -> object:
+        turn.reverse()
+        return fn(turn[0])
+
+    return call
+
+
+async def measure_column(sections: int, tools: int, ops: int, rounds: int) -> dict[str, float]:
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    async with dsh.Context() as root:
+        await root.plugin(SystemPrompt, {"persona": PERSONA})
+        await root.plugin(contributor(sections, tools))
+        prompt = root.system_prompt
+        context = AssembleContext()
+        built = await prompt.assemble(context)
+        expected = render_prompt(built)
+        # A plain assembly: render_prompt reads its sections like any caller's.
+        assembly = PromptAssembly(
+            sections=list(built.sections), tools=[], variables=dict(VARIABLES)
+        )
+        other = PromptAssembly(
+            sections=assembly.sections, tools=[], variables=dict(OTHER_VARIABLES)
+        )
+        texts = ordered_texts(sections)
+        template = "\n\n".join(texts).replace("{{", "{{ ").replace("}}", " }}")
+        compiled = env.from_string(template)
+        assert compiled.render(VARIABLES) == expected == floor_render(texts)
+        assert render_prompt(assembly) == expected
+        assert render_prompt(other) == compiled.render(OTHER_VARIABLES)
+        pair = [assembly, other]
+
+        def changing() -> str:
+            pair.reverse()
+            return render_prompt(pair[0])
+
+        def cleared() -> str:
+            clear_scan_cache()
+            return changing()
+
+        async def assemble_only() -> None:
+            for _ in range(ops):
+                await prompt.assemble(context)
+
+        async def assemble_render() -> None:
+            for _ in range(ops):
+                render_prompt(await prompt.assemble(context))
+
+        async def with_tools() -> None:
+            for _ in range(ops):
+                built = await prompt.assemble(context)
+                render_prompt(built)
+                assert len(built.tools) == tools
+
+        assert render_prompt(await prompt.assemble(context)) == expected
+        fns: dict[str, Callable[[], Awaitable[object]]] = {
+            PEER: _repeat(_alternating(compiled.render), ops),
+            "floor (join + re.sub)": _repeat(lambda: floor_render(texts), ops),
+            "dsh render, same values": _repeat(lambda: render_prompt(assembly), ops),
+            "dsh render, values change": _repeat(changing, ops),
+            "dsh render, scan cache cleared": _repeat(cleared, ops),
+            "dsh assemble": assemble_only,
+            "dsh assemble + render": assemble_render,
+            "dsh assemble + render + .tools": with_tools,
+        }
+        return await measure_async(fns, ops, rounds)
+
+
+async def profile(sections: int, tools: int) -> None:
+    """cProfile call counts (noise-free) of one assemble + render at ``sections``."""
+    async with dsh.Context() as root:
+        await root.plugin(SystemPrompt, {"persona": PERSONA})
+        await root.plugin(contributor(sections, tools))
+        prompt = root.system_prompt
+        context = AssembleContext()
+        built = await prompt.assemble(context)
+        plain = PromptAssembly(sections=list(built.sections), tools=[], variables=built.variables)
+        render_prompt(plain)  # warm
+
+        async def step() -> None:
+            render_prompt(await prompt.assemble(context))
+
+        async def render_cleared() -> None:
+            clear_scan_cache()
+            render_prompt(plain)
+
+        runs = (("assemble + render", step), ("render, scan cache cleared", render_cleared))
+        for label, run in runs:
+            await run()  # warm
+            profiler = cProfile.Profile()
+            profiler.enable()
+            await run()
+            profiler.disable()
+            stats = pstats.Stats(profiler, stream=io.StringIO())
+            calls = sum(entry[1] for entry in stats.stats.values())  # type: ignore[attr-defined]
+            print(f"{label}, S={sections}, T={tools}: {calls} Python calls")
+
+
+async def run(quick: bool) -> list[tuple[int, list[Row]]]:
     section_counts = [10, 100, 1000]
     tool_counts = [10, 100]
     rounds = 3 if quick else 15
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-    rows: dict[str, dict[str, float]] = {
-        "floor (join + re.sub)": {},
-        "jinja2 compile+render": {},
-        "jinja2 render only": {},
-        "dsh assemble+render": {},
-    }
+    tables = []
     for tools in tool_counts:
+        rows: dict[str, dict[str, float]] = {name: {} for name in ROWS}
         for sections in section_counts:
             ops = max(1, (2000 if not quick else 50) // sections)
-            column = f"S={sections},T={tools}"
-            async with dsh.Context() as root:
-                await root.plugin(SystemPrompt, {"persona": "You are bench-agent."})
-                await root.plugin(contributor(sections, tools))
-                prompt = root.system_prompt
-                context = AssembleContext()
-                expected = render_prompt(await prompt.assemble(context))
-                texts = [expected]  # pre-sorted input for the floor, same final text
-                ordered = [
-                    "You are an AI agent powered by dsh.",
-                    "You are bench-agent.",
-                    *[
-                        section_text(i)
-                        for i in sorted(range(sections), key=lambda i: (i * 37) % sections)
-                    ],
-                ]
-                texts = ordered
-                assert floor_render(texts) == expected
-                template_text = "\n\n".join(texts).replace("{{", "{{ ").replace("}}", " }}")
-                compiled = env.from_string(template_text)
-                assert compiled.render(VARIABLES) == expected
-
-                def floor(texts: list[str] = texts, ops: int = ops) -> None:
-                    for _ in range(ops):
-                        floor_render(texts)
-
-                def jinja_full(source: str = template_text, ops: int = ops) -> None:
-                    for _ in range(ops):
-                        env.from_string(source).render(VARIABLES)
-
-                def jinja_render(tpl: jinja2.Template = compiled, ops: int = ops) -> None:
-                    for _ in range(ops):
-                        tpl.render(VARIABLES)
-
-                sync = measure(
-                    {
-                        "floor (join + re.sub)": floor,
-                        "jinja2 compile+render": jinja_full,
-                        "jinja2 render only": jinja_render,
-                    },
-                    ops,
-                    rounds,
-                )
-
-                async def ours(
-                    prompt: Any = prompt, context: Any = context, ops: int = ops
-                ) -> None:
-                    for _ in range(ops):
-                        render_prompt(await prompt.assemble(context))
-
-                mine = await measure_async({"dsh assemble+render": ours}, ops, rounds)
-            for name, value in {**sync, **mine}.items():
-                rows[name][column] = value
-    by_tools = []
-    for tools in tool_counts:
-        columns = [f"S={s},T={tools}" for s in section_counts]
-        by_tools.append([(name, {c: values[c] for c in columns}) for name, values in rows.items()])
-    return by_tools[0], by_tools[1]
+            result = await measure_column(sections, tools, ops, rounds)
+            for name, value in result.items():
+                rows[name][f"S={sections}"] = value
+        tables.append((tools, list(rows.items())))
+    return tables
 
 
-def main() -> None:
-    quick = "--quick" in sys.argv
+async def main(quick: bool, with_profile: bool) -> None:
     print(f"dsh prompt benchmark (python {sys.version.split()[0]}, jinja2 {jinja2.__version__})")
-    for rows in anyio.run(run, quick):
+    for tools, rows in await run(quick):
         columns = list(rows[0][1])
-        print_table(
-            "assemble + render (20 variables)", columns, rows, "floor (join + re.sub)", "us"
-        )
-        ours = dict(rows)["dsh assemble+render"]
-        slope = [ours[c] / int(c.split(",")[0][2:]) for c in columns]
-        print("dsh per section: " + ", ".join(f"{v * 1e6:.2f} us" for v in slope))
+        print_table(f"20 variables, T={tools} tools", columns, rows, PEER, "us")
+    if with_profile:
+        print()
+        await profile(100, 10)
 
 
 if __name__ == "__main__":
-    main()
+    anyio.run(main, "--quick" in sys.argv, "--profile" in sys.argv)

@@ -9,7 +9,10 @@ each step streaming 30 chunks (about 11% of the records commit state). The polic
 run interleaved in the same process, each on a fresh file per round:
 
 * ``dsh session-jsonl``: the real path, ``Session.append`` -> ``session/event`` ->
-  the plugin (encode, buffer, write + fsync per commit record and per ``step/end``);
+  the plugin (encode, buffer, write + fsync per commit record and per ``step/end``),
+  each chunk appended as its own ``assistant/chunk`` record;
+* ``dsh, chunks packed``: the same, the chunks recorded with ``Session.append_chunk``
+  as the agent loop does, so each step's chunks are written as one packed row;
 * ``raw fsync per commit``: the same policy without the framework (encode, buffer,
   write and fsync at each durable record);
 * ``raw fsync per record``: write and fsync every line;
@@ -41,8 +44,8 @@ from typing import Any
 import anyio
 
 from dsh import Context
-from dsh_llm import Message, TextBlock, ToolCallBlock
-from dsh_session import Sessions
+from dsh_llm import Message, TextBlock, TextDelta, ToolCallBlock
+from dsh_session import CHUNKS_ROW, Sessions
 from dsh_session_jsonl import DURABLE_EVENTS, FILE_NAME, JsonlSessions
 
 Record = tuple[str, dict[str, Any]]
@@ -150,6 +153,12 @@ def _count_lines(path: Path) -> int:
     return path.read_bytes().count(b"\n")
 
 
+def _stored_events(path: Path) -> int:
+    """The events a session file holds (a packed row holds one per chunk)."""
+    rows = [json.loads(line) for line in path.read_bytes().splitlines()[1:]]
+    return sum(len(r["data"]["chunks"]) if r["type"] == CHUNKS_ROW else 1 for r in rows)
+
+
 def _syncs_of(fn: Callable[[], None]) -> int:
     real, count = os.fsync, [0]
 
@@ -175,7 +184,12 @@ async def run(records: int, rounds: int, base: Path) -> None:
         "raw fsync per 100": raw_per_batch,
         "floor: buffered, no fsync": floor,
     }
-    names = ["dsh session-jsonl", *raw]
+    names = ["dsh session-jsonl", "dsh, chunks packed", *raw]
+    chunks = {
+        i: TextDelta(0, data["chunk"]["text"])
+        for i, (kind, data) in enumerate(work)
+        if kind == "assistant/chunk"
+    }
     samples: dict[str, list[float]] = {name: [] for name in names}
     syncs: dict[str, int] = {}
     async with Context() as ctx:
@@ -195,6 +209,21 @@ async def run(records: int, rounds: int, base: Path) -> None:
             # Every record but a trailing uncommitted tail is on disk (+ the header).
             tail = len(lines) - max(i for i, (d, _) in enumerate(lines) if d) - 1
             assert _count_lines(path) == len(lines) + 1 - tail, path
+            packed = ctx.sessions.create(id=f"packed-{r}")
+
+            def append_packed(session: Any = packed) -> None:
+                for i, (kind, data) in enumerate(work):
+                    chunk = chunks.get(i)
+                    if chunk is None:
+                        session.append(kind, data)
+                    else:
+                        session.append_chunk(data["turn"], data["step"], chunk)
+
+            start = time.perf_counter()
+            syncs["dsh, chunks packed"] = _syncs_of(append_packed)
+            samples["dsh, chunks packed"].append(time.perf_counter() - start)
+            # Each step's chunks are one row; read back, every record is there.
+            assert _stored_events(base / "dsh" / packed.id / FILE_NAME) == len(lines) - tail
             for name, fn in raw.items():
                 target = base / f"{name.replace(' ', '-').replace(':', '').replace(',', '')}.jsonl"
                 start = time.perf_counter()
@@ -215,11 +244,13 @@ async def run(records: int, rounds: int, base: Path) -> None:
             f"{syncs[name]:>7}  {median / base_time:>8.1f}x"
         )
     dsh = statistics.median(samples["dsh session-jsonl"])
+    packed = statistics.median(samples["dsh, chunks packed"])
     same_policy = statistics.median(samples["raw fsync per commit"])
     per_record = statistics.median(samples["raw fsync per record"])
     print(
-        f"\ndsh vs raw with the same policy: {dsh / same_policy:.2f}x; "
-        f"fsync per record vs per commit: {per_record / same_policy:.1f}x"
+        f"\ndsh vs raw with the same policy: {dsh / same_policy:.2f}x (chunks packed: "
+        f"{packed / same_policy:.2f}x); fsync per record vs per commit: "
+        f"{per_record / same_policy:.1f}x"
     )
 
 

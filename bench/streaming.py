@@ -9,8 +9,9 @@ frame, a usage-only frame and ``[DONE]``, written in 64 KiB pieces of a chunked 
 Contenders, interleaved in each round, medians over the rounds:
 
 * ``dsh loop path`` — ``Llm.stream`` (the ``llm-openai`` adapter behind the ``llm``
-  service) feeding a ``BlockAssembler`` and appending every chunk to a session
-  (``Session(SessionHeader("bench", 0.0))``, no persistence) as the agent loop does.
+  service) feeding a ``BlockAssembler`` and recording every chunk in a session
+  (``Session(SessionHeader("bench", 0.0))``, no persistence) with ``append_chunk``,
+  packed per step, as the agent loop does.
 * ``dsh adapter`` — ``OpenAIAdapter.stream`` alone, concatenating text deltas.
 * ``openai SDK`` — ``AsyncOpenAI(max_retries=0).chat.completions.create(stream=True)``,
   concatenating ``delta.content``.
@@ -41,7 +42,7 @@ import httpx
 import openai
 
 import dsh
-from dsh_llm import BlockAssembler, Llm, LlmRequest, Message, TextDelta, chunk_to_json
+from dsh_llm import BlockAssembler, Llm, LlmRequest, Message, TextDelta
 from dsh_llm_openai import OpenAIAdapter, OpenAICompatible, OpenAICompatibleConfig
 from dsh_session import Session, SessionHeader
 
@@ -145,9 +146,7 @@ def _contenders(
         assembler = BlockAssembler()
         async with aclosing(llm.stream(request)) as chunks:
             async for chunk in chunks:
-                session.append(
-                    "assistant/chunk", {"turn": 1, "step": 1, "chunk": chunk_to_json(chunk)}
-                )
+                session.append_chunk(1, 1, chunk)
                 assembler.push(chunk)
         result = assembler.result()
         assert result.finish.reason == "stop", result.finish

@@ -6,11 +6,10 @@ Start a root with ``async with dsh.Context() as root:``, add plugins with
 
 from __future__ import annotations
 
-from ._check import CheckReport, CoreSpecs
-from ._commands import Command, CommandError, run_deployment_command
-from ._config import EntryInfo, validate_config
+from typing import TYPE_CHECKING, Any
+
+from ._check import CoreSpecs, counted
 from ._context import Context
-from ._deployment import load_deployment
 from ._disposer import Disposer, EffectBody
 from ._errors import (
     ConfigError,
@@ -31,8 +30,22 @@ from ._fiber import Fiber, FiberState
 from ._inflight import InFlight
 from ._plugin import Plugin, Service
 
+if TYPE_CHECKING:
+    from ._commands import (
+        DEFAULT_DEPLOYMENT,
+        Command,
+        CommandError,
+        add_deployment_argument,
+        deployment_file,
+        run_deployment_command,
+    )
+    from ._config import EntryInfo, validate_config
+    from ._deployment import load_deployment
+    from ._report import CheckReport
+
 __all__ = [
     "ALL_SCOPES",
+    "DEFAULT_DEPLOYMENT",
     "CheckReport",
     "Command",
     "CommandError",
@@ -59,9 +72,41 @@ __all__ = [
     "ServiceConflictError",
     "ServiceNotFoundError",
     "UnknownEventError",
+    "add_deployment_argument",
+    "counted",
+    "deployment_file",
     "hookimpl",
     "hookspec",
     "load_deployment",
     "run_deployment_command",
     "validate_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Names whose modules ``import dsh`` leaves alone until first use: deployments
+    bring YAML, pydantic and the entry points; commands argparse and more."""
+    if name == "load_deployment":
+        from . import _deployment as module
+    elif name in (
+        "DEFAULT_DEPLOYMENT",
+        "Command",
+        "CommandError",
+        "add_deployment_argument",
+        "deployment_file",
+        "run_deployment_command",
+    ):
+        from . import _commands as module  # type: ignore[no-redef]
+    elif name in ("EntryInfo", "validate_config"):
+        from . import _config as module  # type: ignore[no-redef]
+    elif name == "CheckReport":
+        from . import _report as module  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module 'dsh' has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -27,15 +27,21 @@ from ._fiber import Fiber
 
 __all__ = [
     "COMMAND_GROUP",
+    "DEFAULT_DEPLOYMENT",
     "Command",
     "CommandError",
     "CommandLoadError",
+    "add_deployment_argument",
+    "deployment_file",
     "installed_commands",
     "load_command",
     "run_deployment_command",
 ]
 
 COMMAND_GROUP = "dsh.commands"
+
+#: The deployment a command loads when it is given no FILE (in the current directory).
+DEFAULT_DEPLOYMENT = Path("dsh.yml")
 
 
 class CommandError(DshError):
@@ -68,6 +74,27 @@ class Command:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+
+
+def add_deployment_argument(parser: argparse.ArgumentParser) -> None:
+    """The optional ``file`` argument of a command that loads a deployment (resolve it
+    with :func:`deployment_file`)."""
+    parser.add_argument(
+        "file", type=Path, nargs="?", help=f"the deployment (default: ./{DEFAULT_DEPLOYMENT})"
+    )
+
+
+def deployment_file(given: Path | None, command: str) -> Path:
+    """``given``, else :data:`DEFAULT_DEPLOYMENT` when it exists; else raises
+    :class:`CommandError` naming ``dsh <command>`` (``main`` prints it, status 1)."""
+    if given is not None:
+        return given
+    if DEFAULT_DEPLOYMENT.is_file():
+        return DEFAULT_DEPLOYMENT
+    raise CommandError(
+        f"dsh {command}: no deployment file given and there is no ./{DEFAULT_DEPLOYMENT} "
+        f"here (dsh {command} FILE)"
+    )
 
 
 def installed_commands() -> dict[str, importlib.metadata.EntryPoint]:

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 
-from ._config import EntryInfo
 from ._disposer import Disposer, EffectBody, native_cancels
 from ._errors import ConfigError, DshError, ServiceNotFoundError
 from ._events import ALL_SCOPES, EventBus, Listener
 from ._fiber import Fiber, FiberState
 from ._plugin import Service, plugin_spec
 from ._runtime import Runtime
+
+if TYPE_CHECKING:
+    import logging
+
+    from ._config import EntryInfo
 
 __all__ = ["Context"]
 
@@ -83,7 +86,9 @@ class Context:
         cancels = native_cancels()
         with anyio.CancelScope(shield=True):
             root._disposed = True
-            await root._teardown()
+            rest = root._teardown()
+            if rest is not None:
+                await rest
             await rt.settle()
             root.state = FiberState.DISPOSED
         assert rt.tg is not None
@@ -141,7 +146,11 @@ class Context:
         *,
         name: str | None = None,
         entry: EntryInfo | None = None,
+        now: bool = False,
     ) -> Fiber:
+        """``plugin(...)``, for the runtime's own callers: ``name`` and ``entry`` say
+        where a deployment's plugin came from; ``now`` loads at once, before returning
+        (only for a body known to be the caller's own, e.g. a scope's empty one)."""
         parent = self._fiber
         parent.check_alive()
         rt = self._rt
@@ -156,7 +165,12 @@ class Context:
         rt.depend(fiber, spec.watches, spec.provides)
         if fiber._epoch() is not None:
             fiber.state = FiberState.LOADING
-            fiber.refresh()
+            if now:
+                fiber._driving = True
+                rt.transition_started()
+                fiber.drive()
+            else:
+                fiber.refresh()
         return fiber
 
     def effect(self, body: Callable[[], EffectBody], label: str = "effect") -> Disposer:
@@ -224,7 +238,7 @@ class Context:
             return None
         value = prov.value
         if isinstance(value, Service):
-            return value._view(self)
+            return value._dsh_view(self)
         return value
 
     def __getattr__(self, key: str) -> Any:
@@ -244,7 +258,7 @@ class Context:
             )
         value = prov.value
         if isinstance(value, Service):
-            return value._view(self)
+            return value._dsh_view(self)
         return value
 
     # -- events -------------------------------------------------------------------------
@@ -287,9 +301,21 @@ class Context:
         return await self._rt.events.waterfall(name, args, inner, scope)
 
 
-def _reset_root(root: Fiber) -> Awaitable[None]:
+def _reset_root(root: Fiber) -> Awaitable[None] | None:
+    """Undo the root's effects (the root stays active): the synchronous parts now."""
+    began, rest = root._begin_unwinds()
+    if rest is None:
+        _log_root_errors(root, began)
+        return None
+
     async def reset() -> None:
-        for exc in await root.dispose_effects():
-            root.logger.error("error while disposing the root's effects", exc_info=exc)
+        await rest
+        _log_root_errors(root, began)
 
     return reset()
+
+
+def _log_root_errors(root: Fiber, began: list[Disposer]) -> None:
+    for d in began:
+        for exc in d._errors:
+            root.logger.error("error while disposing the root's effects", exc_info=exc)

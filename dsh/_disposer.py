@@ -9,8 +9,8 @@ disposer of another effect of the same fiber adopts it (see ``docs/rfc/0001``).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
@@ -359,13 +359,17 @@ def native_cancels() -> int:
     not on asyncio). Read before and after a shielded unwind, the difference is a
     native cancellation that reached an await inside the shield anyway (on asyncio a
     ``task.cancel()`` from outside does; cancel scopes never do)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:  # never imported, so not running on it (``import dsh`` skips it)
+        return 0
     try:
         task = asyncio.current_task()
     except RuntimeError:  # not running on asyncio
         return 0
     if task is None:  # pragma: no cover - asyncio code always runs inside a task
         return 0
-    return task.cancelling()
+    pending: int = task.cancelling()
+    return pending
 
 
 class _Unwind:

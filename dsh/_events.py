@@ -8,7 +8,7 @@ no scopes, no async and no waterfall (see ``docs/rfc/0002``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable
 from types import CoroutineType, ModuleType
 from typing import Any
 
@@ -64,46 +64,121 @@ class Listener:
         return self.fn(**{name: args[i] for name, i in picks})
 
 
-class Event:
-    """The listeners of one declared event, in dispatch order."""
+#: Order keys: prepended listeners count down from -1, the others up from 1, and the
+#: ``trylast`` ones sit above every other (one int compares faster than a tuple).
+_LAST = 1 << 62
 
-    __slots__ = ("_first", "_last", "_normal", "_snapshot", "argnames", "name", "waterfall")
+
+class Event:
+    """The listeners of one declared event, in dispatch order, indexed by scope.
+
+    Every listener gets an order key when it is added; the snapshots a dispatch reads
+    (all listeners, the global ones, and per scope the global ones merged with that
+    scope's) are tuples rebuilt only after a change. A scoped dispatch looks its scope
+    up by identity, so it costs the same however many other scopes have listeners.
+    """
+
+    __slots__ = (
+        "_all",
+        "_global",
+        "_globals",
+        "_heard",
+        "_keys",
+        "_low",
+        "_n",
+        "_scoped",
+        "argnames",
+        "arity",
+        "name",
+        "waterfall",
+    )
 
     def __init__(self, name: str, argnames: tuple[str, ...]) -> None:
         self.name = name
         self.waterfall = bool(argnames) and argnames[-1] == "call_next"
         self.argnames = argnames[:-1] if self.waterfall else argnames
-        self._first: list[Listener] = []
-        self._normal: dict[Listener, None] = {}
-        self._last: list[Listener] = []
-        self._snapshot: tuple[Listener, ...] | None = ()
+        self.arity = len(self.argnames)
+        #: Every listener and its order key (a listener is added once).
+        self._keys: dict[Listener, int] = {}
+        self._n = 0
+        self._low = 0
+        #: The global listeners, and per id(scope key) that scope's own listeners.
+        self._globals: dict[Listener, None] = {}
+        self._scoped: dict[int, dict[Listener, None]] = {}
+        # Snapshots (None: rebuild on the next read).
+        self._all: tuple[Listener, ...] | None = ()
+        self._global: tuple[Listener, ...] | None = ()
+        self._heard: dict[int, tuple[Listener, ...]] = {}
+
+    def _sorted(self, listeners: Iterable[Listener]) -> tuple[Listener, ...]:
+        return tuple(sorted(listeners, key=self._keys.__getitem__))
 
     def listeners(self) -> tuple[Listener, ...]:
-        snap = self._snapshot
+        """Every listener, in dispatch order (what an unfiltered dispatch reaches)."""
+        snap = self._all
         if snap is None:
-            snap = self._snapshot = (*self._first, *self._normal, *self._last)
+            snap = self._all = self._sorted(self._keys)
         return snap
 
+    def heard(self, scope: object) -> tuple[Listener, ...]:
+        """The listeners a dispatch with ``scope=`` reaches, in dispatch order.
+
+        ``ALL_SCOPES``: every listener; ``None``: the global ones; a scope key: the
+        global ones and those registered through a context carrying that key.
+        """
+        if scope is ALL_SCOPES:
+            return self.listeners()
+        own = None if scope is None else self._scoped.get(id(scope))
+        if own is None:
+            snap = self._global
+            if snap is None:
+                snap = self._global = self._sorted(self._globals)
+            return snap
+        heard = self._heard.get(id(scope))
+        if heard is None:
+            heard = self._heard[id(scope)] = self._sorted((*self._globals, *own))
+        return heard
+
     def add(self, listener: Listener, where: str) -> None:
+        """Add ``listener``: ``"first"`` before every other, ``"last"`` after every
+        other, else (``"normal"``) after the normal ones added before it."""
         if where == "first":
-            self._first.insert(0, listener)
-        elif where == "last":
-            self._last.append(listener)
+            self._low -= 1
+            key = self._low
         else:
-            self._normal[listener] = None
-        self._snapshot = None
+            self._n += 1
+            key = self._n + _LAST if where == "last" else self._n
+        self._keys[listener] = key
+        scope = listener.scope
+        if scope is None:
+            self._globals[listener] = None
+        else:
+            self._scoped.setdefault(id(scope), {})[listener] = None
+        self._changed(scope)
 
     def remove(self, listener: Listener) -> None:
-        if listener in self._normal:
-            del self._normal[listener]
-        elif listener in self._first:
-            self._first.remove(listener)
+        """Remove ``listener`` (it must have been added)."""
+        del self._keys[listener]
+        scope = listener.scope
+        if scope is None:
+            del self._globals[listener]
         else:
-            self._last.remove(listener)
-        self._snapshot = None
+            own = self._scoped[id(scope)]
+            del own[listener]
+            if not own:
+                del self._scoped[id(scope)]
+        self._changed(scope)
+
+    def _changed(self, scope: object) -> None:
+        self._all = None
+        if scope is None:
+            self._global = None
+            self._heard.clear()
+        else:
+            self._heard.pop(id(scope), None)
 
     def check_args(self, args: tuple[Any, ...]) -> None:
-        if len(args) != len(self.argnames):
+        if len(args) != self.arity:
             raise EventUsageError(
                 f'event "{self.name}" takes {len(self.argnames)} argument(s) '
                 f"({', '.join(self.argnames) or 'none'}), got {len(args)}"
@@ -148,12 +223,14 @@ class EventBus:
     # -- dispatch -----------------------------------------------------------------------
 
     def emit(self, name: str, args: tuple[Any, ...], scope: object) -> None:
-        ev = self.event(name)
-        ev.check_args(args)
-        if not ev.listeners():
+        ev = self._by_name.get(name) or self.event(name)
+        if len(args) != ev.arity:
+            ev.check_args(args)
+        heard = ev.heard(scope)
+        if not heard:
             return
         errors: list[Exception] = []
-        for listener in _heard_by(ev, scope):
+        for listener in heard:
             try:
                 _call_sync(listener, args, name, "emit")
             except Exception as exc:
@@ -164,18 +241,18 @@ class EventBus:
             raise ExceptionGroup(f'{len(errors)} listeners of "{name}" failed', errors)
 
     def bail(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
-        ev = self.event(name)
+        ev = self._by_name.get(name) or self.event(name)
         ev.check_args(args)
-        for listener in _heard_by(ev, scope):
+        for listener in ev.heard(scope):
             result = _call_sync(listener, args, name, "bail")
             if result is not None:
                 return result
         return None
 
     async def serial(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
-        ev = self.event(name)
+        ev = self._by_name.get(name) or self.event(name)
         ev.check_args(args)
-        for listener in _heard_by(ev, scope):
+        for listener in ev.heard(scope):
             result = listener.call(args)
             if result is not None and inspect.isawaitable(result):
                 result = await result
@@ -184,9 +261,11 @@ class EventBus:
         return None
 
     async def parallel(self, name: str, args: tuple[Any, ...], scope: object) -> None:
-        ev = self.event(name)
+        ev = self._by_name.get(name) or self.event(name)
         ev.check_args(args)
-        chosen = list(_heard_by(ev, scope))
+        chosen = ev.heard(scope)
+        if not chosen:
+            return
         errors: list[Exception] = []
 
         async def run(listener: Listener) -> None:
@@ -201,7 +280,8 @@ class EventBus:
             for listener in chosen:
                 tg.start_soon(run, listener)
         if errors:
-            raise ExceptionGroup(f'{len(errors)} listeners of "{name}" failed', errors)
+            listeners = "1 listener" if len(errors) == 1 else f"{len(errors)} listeners"
+            raise ExceptionGroup(f'{listeners} of "{name}" failed', errors)
 
     async def waterfall(
         self,
@@ -210,22 +290,24 @@ class EventBus:
         inner: Callable[[], Any] | None,
         scope: object,
     ) -> Any:
-        ev = self.event(name)
+        ev = self._by_name.get(name) or self.event(name)
         if not ev.waterfall:
             raise EventUsageError(
                 f'event "{name}" is not a waterfall: its hookspec must end with a '
                 "call_next parameter"
             )
-        ev.check_args(args)
-        chain = list(_heard_by(ev, scope))
+        if len(args) != ev.arity:
+            ev.check_args(args)
+        chain = ev.heard(scope)
+        if not chain:
+            # No listener: the value is inner()'s, with no chain built around it.
+            if inner is None:
+                return None
+            result = inner()
+            if result is not None and _awaitable(result):
+                result = await result
+            return result
         return await _Chain(name, args, chain, inner).run(0)
-
-
-def _heard_by(ev: Event, scope: object) -> Iterator[Listener]:
-    """The listeners of ``ev`` a dispatch with ``scope`` reaches, in order."""
-    if scope is ALL_SCOPES:
-        return iter(ev.listeners())
-    return (lis for lis in ev.listeners() if lis.scope is None or lis.scope is scope)
 
 
 def _call_sync(listener: Listener, args: tuple[Any, ...], name: str, mode: str) -> Any:
@@ -259,7 +341,7 @@ class _Chain:
         self,
         name: str,
         args: tuple[Any, ...],
-        listeners: list[Listener],
+        listeners: tuple[Listener, ...],
         inner: Callable[[], Any] | None,
     ) -> None:
         self.name = name

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import enum
-import logging
-from collections.abc import Generator
+import functools
+import weakref
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import pluggy
 
-from ._config import EntryInfo, validate_config
 from ._disposer import _UNWINDING, Disposer
 from ._errors import DshError, InactiveContextError, InvalidPluginError
 from ._events import Listener
-from ._runtime import wait_settled
+from ._plugin import hookimpl_names
+from ._runtime import HookimplTable, wait_settled
 
 if TYPE_CHECKING:
+    import logging
+
+    from ._config import EntryInfo
     from ._context import Context
     from ._plugin import PluginSpec
     from ._runtime import Runtime
@@ -75,7 +79,7 @@ class Fiber:
         self.error: BaseException | None = None
         self.instance: Any = None
         self.provides: list[str] = []
-        self.logger = logging.getLogger(f"dsh.{self.name}")
+        self._logger: logging.Logger | None = None
         self.ctx: Context = Context._derive(runtime, self, scope)
         self._raw = raw_config
         self._effects: dict[Disposer, None] = {}
@@ -117,6 +121,26 @@ class Fiber:
         return f'plugin "{self.name}"{where}'
 
     @property
+    def logger(self) -> logging.Logger:
+        """The plugin's logger, ``dsh.<plugin-name>`` (made on first use)."""
+        logger = self._logger
+        if logger is None:
+            import logging
+
+            logger = self._logger = logging.getLogger(f"dsh.{self.name}")
+        return logger
+
+    def _validate(self, raw: Any) -> Any:
+        """``raw`` checked against the plugin's ``Config`` (as it is when there is none)."""
+        assert self.spec is not None
+        model = self.spec.config_model
+        if model is None:
+            return raw
+        from ._config import validate_config
+
+        return validate_config(model, raw, self.name, self.entry)
+
+    @property
     def is_active(self) -> bool:
         return self.state is FiberState.ACTIVE
 
@@ -139,11 +163,11 @@ class Fiber:
         self._effects[d] = None
         return d
 
-    async def dispose_effects(self) -> list[BaseException]:
-        """Undo every top-level effect: sync parts in reverse order, async concurrently.
+    def _begin_unwinds(self) -> tuple[list[Disposer], Awaitable[None] | None]:
+        """Undo every top-level effect: the synchronous parts now, in reverse order.
 
-        Returns the errors of the unwinds this call started; the in-flight unwinds it
-        waits for report to whoever started them.
+        Returns the effects whose unwinds this call started and, when some of them (or
+        unwinds already in flight) go on asynchronously, the awaitable finishing them.
         """
         began: list[Disposer] = []
         pending: list[Disposer] = []
@@ -155,63 +179,94 @@ class Fiber:
                     pending.append(d)
         # The root's own dispose is the unwind running this call: never wait for it.
         waiting = [d for d in self._inflight if d is not self.dispose]
-        with anyio.CancelScope(shield=True):
-            if len(pending) == 1 and not waiting:
-                await pending[0]._finish_inline()
-            elif pending or waiting:
-                async with anyio.create_task_group() as tg:
-                    for d in pending:
-                        tg.start_soon(d._finish_inline)
-                    for d in waiting:
-                        tg.start_soon(d._wait_done)
-        return [exc for d in began for exc in d._errors]
+        if not pending and not waiting:
+            return began, None
+        return began, _finish_unwinds(pending, waiting)
 
     def register_hookimpls(self, instance: object) -> None:
-        """Register ``instance``'s ``@hookimpl`` methods while this fiber is active."""
-        events = self.runtime.events
-        pm = events.pm
-        scope = self.ctx.scope
+        """Listen with ``instance``'s ``@hookimpl`` methods while this fiber is active.
 
-        def body() -> Any:
-            try:
-                pm.register(instance, name=f"{self.name}#{self.uid}")
-            except pluggy.PluginValidationError as exc:
-                raise InvalidPluginError(
-                    f'invalid @hookimpl on plugin "{self.name}": {exc}'
-                ) from exc
-            added = []
-            try:
-                for caller in pm.get_hookcallers(instance) or ():
-                    for impl in caller.get_hookimpls():
-                        if impl.plugin is not instance:
-                            continue
-                        ev = events.event(caller.name)
-                        names = (*ev.argnames, "call_next") if ev.waterfall else ev.argnames
-                        picks = tuple((n, names.index(n)) for n in impl.argnames)
-                        listener = Listener(impl.function, scope, picks)
-                        where = (
-                            "first"
-                            if impl.opts.get("tryfirst")
-                            else "last"
-                            if impl.opts.get("trylast")
-                            else "normal"
-                        )
-                        ev.add(listener, where)
-                        added.append((ev, listener))
-            except BaseException:
-                for ev, listener in added:
-                    ev.remove(listener)
-                pm.unregister(instance)
-                raise
+        pluggy validates a class's hookimpls once per runtime (see
+        :meth:`_hookimpl_table`); each instance then only adds its bound methods to
+        the events' listener lists and its name to the PluginManager's registry.
+        """
+        runtime = self.runtime
+        scope = self.ctx.scope
+        name = f"{self.name}#{self.uid}"
+
+        def body() -> Callable[[], None]:
+            table = runtime.hookimpls.get(type(instance))
+            if table is None:
+                table = self._hookimpl_table(instance, name)
+            added = [
+                (event, Listener(getattr(instance, attr), scope, picks), where)
+                for attr, event, picks, where in table
+            ]
+            for event, listener, where in added:
+                event.add(listener, where)
+            # Registered by name only: `pm.get_plugins()` lists the instance, while its
+            # methods are dsh's listeners (pluggy's register would walk dir() again).
+            registry = runtime.events.pm._name2plugin
+            registry[name] = instance
 
             def undo() -> None:
-                for ev, listener in added:
-                    ev.remove(listener)
-                pm.unregister(instance)
+                for event, listener, _ in added:
+                    event.remove(listener)
+                registry.pop(name, None)  # None: someone ran pm.unregister() already
 
             return undo
 
         self.ctx.effect(body, label="hookimpls")
+
+    def _hookimpl_table(self, instance: object, name: str) -> HookimplTable:
+        """What ``instance``'s class listens with in this runtime, validated by pluggy.
+
+        pluggy checks a class's hookimpls once (register, read, unregister); the
+        verdict is kept per class with the hookspecs it was checked against, so
+        another runtime declaring the events with the same hookspecs reuses it.
+        """
+        cls = type(instance)
+        runtime = self.runtime
+        known = _VALIDATED.get(cls)
+        table = None if known is None else _bind(runtime, *known)
+        if table is None:
+            impls, specs = self._validate_hookimpls(instance, name)
+            _VALIDATED[cls] = (impls, specs)
+            table = _bind(runtime, impls, specs)
+            assert table is not None  # just validated against these very specs
+        runtime.hookimpls[cls] = table
+        return table
+
+    def _validate_hookimpls(self, instance: object, name: str) -> tuple[ClassImpls, SpecsSeen]:
+        events = self.runtime.events
+        pm = events.pm
+        try:
+            pm.register(instance, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise InvalidPluginError(f'invalid @hookimpl on plugin "{self.name}": {exc}') from exc
+        try:
+            methods = [(attr, getattr(instance, attr)) for attr in hookimpl_names(type(instance))]
+            impls: list[tuple[str, str, tuple[str, ...], str]] = []
+            specs: SpecsSeen = {}
+            for caller in pm.get_hookcallers(instance) or ():
+                for impl in caller.get_hookimpls():
+                    if impl.plugin is not instance:
+                        continue
+                    events.event(caller.name)  # an undeclared event fails the plugin
+                    assert caller.spec is not None  # declared: it has a spec
+                    specs[caller.name] = caller.spec.namespace
+                    attr = next(a for a, method in methods if method == impl.function)
+                    where = (
+                        "first"
+                        if impl.opts.get("tryfirst")
+                        else "last"
+                        if impl.opts.get("trylast")
+                        else "normal"
+                    )
+                    impls.append((attr, caller.name, tuple(impl.argnames), where))
+        finally:
+            pm.unregister(instance)
+        return tuple(impls), specs
 
     # -- transitions --------------------------------------------------------------------
 
@@ -234,45 +289,77 @@ class Fiber:
         return tuple(uids)
 
     def refresh(self) -> bool:
-        """Start a transition if the desired state changed; True if one is running."""
+        """Start a transition if the desired state changed; True if one is running.
+
+        The transition runs later (``ctx.plugin`` never runs plugin code before it
+        returns): the runtime queues the fiber and drives the queue in one task.
+        """
         if self._driving:
             return True
         # Callers only refresh a loaded fiber after its epoch changed (or was made stale).
         if self._loaded is None:
+            # A disposed fiber is driven by its disposer (``_start_dispose``) instead.
             target = self._epoch()
-            if target is None:
-                if not self._disposed:
-                    return False
-            elif self.state is FiberState.FAILED and target == self._failed:
+            if target is None or (self.state is FiberState.FAILED and target == self._failed):
                 return False
+        self.runtime.schedule(self)
         self._driving = True
         self.runtime.transition_started()
-        self.runtime.spawn(self._drive)
         return True
 
-    async def _drive(self) -> None:
+    def drive(self) -> None:
+        """Run the transitions of a fiber that :meth:`refresh` queued (the runtime
+        calls this). Each step runs synchronously as far as it can; the first that
+        has to wait goes on in a task of its own, with the rest of the drive."""
+        step: bool | Awaitable[None] = True
         try:
-            while True:
-                target = self._epoch()
-                if self._loaded is not None:
-                    if target == self._loaded:
-                        break
-                    await self._unload()
-                elif target is not None:
-                    if self.state is FiberState.FAILED and target == self._failed:
-                        break
-                    await self._load(target)
-                elif self._disposed and self.state is not FiberState.DISPOSED:
-                    await self._unload()
-                else:
-                    break
+            while step is True:
+                step = self._step()
         finally:
-            self._driving = False
-            self.runtime.transition_ended()
-            settled = self._settled
-            self._settled = None
-            if settled is not None:
-                settled.set()
+            # Ended unless a step goes on asynchronously (True here: a step raised).
+            if isinstance(step, bool):
+                self._end_drive()
+        if step is not False:
+            self.runtime.spawn(functools.partial(self._drive_async, step))
+
+    async def _drive_async(self, waiting: Awaitable[None]) -> None:
+        try:
+            await waiting
+            while True:
+                step = self._step()
+                if step is False:
+                    break
+                if step is not True:
+                    await step
+        finally:
+            self._end_drive()
+
+    def _end_drive(self) -> None:
+        self._driving = False
+        self.runtime.transition_ended()
+        settled = self._settled
+        self._settled = None
+        if settled is not None:
+            settled.set()
+
+    def _step(self) -> bool | Awaitable[None]:
+        """Start the next transition towards the desired state.
+
+        False: nothing to do (settled); True: a transition finished synchronously;
+        an awaitable: the rest of the transition that was started.
+        """
+        target = self._epoch()
+        if self._loaded is not None:
+            if target == self._loaded:
+                return False
+            return self._unload()
+        if target is not None:
+            if self.state is FiberState.FAILED and target == self._failed:
+                return False
+            return self._load(target)
+        if self._disposed and self.state is not FiberState.DISPOSED:
+            return self._unload()
+        return False
 
     async def settled(self) -> None:
         """Wait until no transition of this fiber is running."""
@@ -288,59 +375,111 @@ class Fiber:
             for key in list(self.provides):
                 self.runtime.notify(key)
 
-    async def _load(self, epoch: Any) -> None:
+    def _load(self, epoch: Any) -> bool | Awaitable[None]:
         assert self.spec is not None
         self._set_state(FiberState.LOADING)
         self._loaded = epoch
         self.error = None
         self._failed = _NEVER
         try:
+            self.config = self._validate(self._raw)
+            main = self.add_effect("setup")
+            result = self.spec.run(self, self.ctx, self.config)
+            if main._start(result):
+                return self._load_async(epoch, main, result)
+        except Exception as exc:
+            return self._load_failed(epoch, exc)
+        self._loaded_ok(epoch)
+        return True
+
+    async def _load_async(self, epoch: Any, main: Disposer, result: Any) -> None:
+        """The asynchronous setup of the main effect; disposing the fiber cancels it."""
+        try:
             with anyio.CancelScope() as scope:
                 self._load_scope = scope
-                self.config = validate_config(
-                    self.spec.config_model, self._raw, self.name, self.entry
-                )
-                main = self.add_effect("setup")
-                result = self.spec.run(self, self.ctx, self.config)
-                if main._start(result):
-                    await main._setup_async(result)
-                    if main._setup_error is not None:
-                        raise main._setup_error
+                if self._disposed:
+                    scope.cancel()
+                await main._setup_async(result)
+                if main._setup_error is not None:
+                    raise main._setup_error
         except Exception as exc:
-            self.error = exc
-            self._failed = epoch
-            # A deployment reports its entries' failures itself (one located line
-            # each): its log record is for -v, where the traceback helps.
-            level = logging.ERROR if self.entry is None else logging.DEBUG
-            self.logger.log(level, "plugin %r failed to start", self.name, exc_info=exc)
-            self._set_state(FiberState.UNLOADING)
-            await self._teardown()
-            self._loaded = None
-            self._set_state(FiberState.FAILED)
-            return
-        finally:
             self._load_scope = None
+            rest = self._load_failed(epoch, exc)
+            if not isinstance(rest, bool):
+                await rest
+            return
+        self._load_scope = None
+        self._loaded_ok(epoch)
+
+    def _loaded_ok(self, epoch: Any) -> None:
         if not self._disposed and self._epoch() == epoch:
             self._set_state(FiberState.ACTIVE)
 
-    async def _unload(self) -> None:
+    def _load_failed(self, epoch: Any, exc: Exception) -> bool | Awaitable[None]:
+        self.error = exc
+        self._failed = epoch
+        # A deployment reports its entries' failures itself (one located line
+        # each): its log record is for -v, where the traceback helps.
+        log = self.logger.error if self.entry is None else self.logger.debug
+        log("plugin %r failed to start", self.name, exc_info=exc)
+        self._set_state(FiberState.UNLOADING)
+        rest = self._teardown()
+        if rest is None:
+            self._failed_end()
+            return True
+        return _then(rest, self._failed_end)
+
+    def _failed_end(self) -> None:
+        self._loaded = None
+        self._set_state(FiberState.FAILED)
+
+    def _unload(self) -> bool | Awaitable[None]:
         was_active = self.state is FiberState.ACTIVE
         self._set_state(FiberState.UNLOADING)
         if was_active:
-            await self._wait_for_dependents()
-        await self._teardown()
+            # Dependents leave first: wait for those that started a transition.
+            for i, key in enumerate(self.provides):
+                moving = self.runtime.notify(key)
+                if moving:
+                    return self._unload_async(i, moving)
+        rest = self._teardown()
+        if rest is None:
+            self._unloaded()
+            return True
+        return _then(rest, self._unloaded)
+
+    async def _unload_async(self, index: int, moving: list[Fiber]) -> None:
+        await wait_settled(moving)
+        for key in self.provides[index + 1 :]:
+            await wait_settled(self.runtime.notify(key))
+        rest = self._teardown()
+        if rest is not None:
+            await rest
+        self._unloaded()
+
+    def _unloaded(self) -> None:
         self._loaded = None
         self._set_state(FiberState.DISPOSED if self._disposed else FiberState.PENDING)
         if self._disposed:
             self._forget()
 
-    async def _wait_for_dependents(self) -> None:
-        for key in self.provides:
-            await wait_settled(self.runtime.notify(key))
+    def _teardown(self) -> Awaitable[None] | None:
+        """Undo every effect, logging the errors; an awaitable when some undo goes on
+        asynchronously."""
+        began, rest = self._begin_unwinds()
+        if rest is None:
+            self._log_undo_errors(began)
+            return None
+        return self._finish_teardown(began, rest)
 
-    async def _teardown(self) -> None:
-        for exc in await self.dispose_effects():
-            self.logger.error('plugin "%s": error while disposing it', self.name, exc_info=exc)
+    async def _finish_teardown(self, began: list[Disposer], rest: Awaitable[None]) -> None:
+        await rest
+        self._log_undo_errors(began)
+
+    def _log_undo_errors(self, began: list[Disposer]) -> None:
+        for d in began:
+            for exc in d._errors:
+                self.logger.error('plugin "%s": error while disposing it', self.name, exc_info=exc)
 
     def _forget(self) -> None:
         assert self.spec is not None  # only plugin fibers are disposed this way
@@ -349,15 +488,25 @@ class Fiber:
     # -- the public controls ------------------------------------------------------------
 
     def _start_dispose(self) -> Any:
-        """The body of ``fiber.dispose``: sync part now, the rest awaited."""
+        """The body of ``fiber.dispose``: the synchronous part now, the rest awaited.
+
+        A settled fiber is unloaded right here, as far as that goes without waiting,
+        so disposing a plugin whose undos are all synchronous finishes before the call
+        returns (and a parent unloading many such children spawns no task for them).
+        """
         self._disposed = True
         if self._load_scope is not None:
             self._load_scope.cancel()
-        if not self._driving and self._loaded is None and not self._effects and not self._inflight:
-            self._set_state(FiberState.DISPOSED)
-            self._forget()
-            return None
-        self.refresh()
+        if not self._driving:
+            if self._loaded is None and not self._effects and not self._inflight:
+                self._set_state(FiberState.DISPOSED)
+                self._forget()
+                return None
+            self._driving = True
+            self.runtime.transition_started()
+            self.drive()
+            if not self._driving:
+                return None
         return self.settled()
 
     def _check_plugin(self, action: str) -> None:
@@ -384,6 +533,51 @@ class Fiber:
         self._check_plugin("updated")
         assert self.spec is not None
         if self.state is FiberState.ACTIVE:
-            validate_config(self.spec.config_model, config, self.name, self.entry)
+            self._validate(config)
         self._raw = config
         return await self.restart()
+
+
+async def _finish_unwinds(pending: list[Disposer], waiting: list[Disposer]) -> None:
+    """The asynchronous parts of a fiber's unwinds, concurrently and shielded."""
+    with anyio.CancelScope(shield=True):
+        if len(pending) == 1 and not waiting:
+            await pending[0]._finish_inline()
+        else:
+            async with anyio.create_task_group() as tg:
+                for d in pending:
+                    tg.start_soon(d._finish_inline)
+                for d in waiting:
+                    tg.start_soon(d._wait_done)
+
+
+async def _then(rest: Awaitable[None], after: Callable[[], None]) -> None:
+    await rest
+    after()
+
+
+#: A plugin class's ``@hookimpl`` methods as pluggy saw them: (method name, hook name,
+#: argument names, where it goes); and the hookspec namespace of each hook it checked.
+ClassImpls = tuple[tuple[str, str, tuple[str, ...], str], ...]
+SpecsSeen = dict[str, object]
+
+#: Per plugin class (weakly: a class made at run time is not kept alive by this).
+_VALIDATED: weakref.WeakKeyDictionary[type, tuple[ClassImpls, SpecsSeen]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _bind(runtime: Runtime, impls: ClassImpls, specs: SpecsSeen) -> HookimplTable | None:
+    """The class's listeners for ``runtime``'s events, or None when one of its hooks is
+    declared there by another hookspec than the one pluggy checked it against."""
+    hook = runtime.events.pm.hook
+    table = []
+    for attr, hook_name, argnames, where in impls:
+        caller = getattr(hook, hook_name, None)
+        spec = None if caller is None else caller.spec
+        if spec is None or spec.namespace is not specs[hook_name]:
+            return None
+        event = runtime.events.event(hook_name)
+        names = (*event.argnames, "call_next") if event.waterfall else event.argnames
+        table.append((attr, event, tuple((n, names.index(n)) for n in argnames), where))
+    return tuple(table)

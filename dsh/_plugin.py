@@ -5,20 +5,19 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
-
-from pydantic import BaseModel
 
 from ._errors import InvalidPluginError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ._context import Context
     from ._disposer import EffectBody
     from ._fiber import Fiber
 
-__all__ = ["Plugin", "PluginSpec", "Service", "plugin_spec"]
+__all__ = ["Plugin", "PluginSpec", "Service", "hookimpl_names", "plugin_spec"]
 
 
 class Plugin:
@@ -66,7 +65,7 @@ class Service(Plugin):
         self.home_ctx = ctx
         ctx.provide(type(self).key, self)
 
-    def _view(self, caller: Context) -> Service:
+    def _dsh_view(self, caller: Context) -> Service:
         cls = type(self)
         # Kept on the class itself (not in a module-level table), so a service class
         # made at run time is collected with its view class once nothing uses it.
@@ -97,25 +96,46 @@ def _make_view_class(cls: type[Service]) -> type[Service]:
     return type(cls.__name__, (cls,), namespace)
 
 
-@dataclass(frozen=True, slots=True)
 class PluginSpec:
-    """What the runtime needs to know about one plugin object."""
+    """What the runtime needs to know about one plugin object (read-only by convention;
+    a plain slotted class: ``import dsh`` does not load ``dataclasses``)."""
 
-    obj: object
-    name: str
-    config_model: type[BaseModel] | None
-    inject: tuple[str, ...]
-    hookspecs: type | ModuleType | None
-    run: Callable[[Fiber, Context, Any], EffectBody]
-    #: The service key a ``dsh.Service`` subclass will provide, known before it loads.
-    provides: str | None = None
-    #: Service keys used when present; a change of their providers restarts the fiber.
-    optional: tuple[str, ...] = ()
+    __slots__ = (
+        "config_model",
+        "hookspecs",
+        "inject",
+        "name",
+        "obj",
+        "optional",
+        "provides",
+        "run",
+        "watches",
+    )
 
-    @property
-    def watches(self) -> tuple[str, ...]:
-        """Every service key whose provider matters to the fiber (injected or optional)."""
-        return self.inject + self.optional
+    def __init__(
+        self,
+        *,
+        obj: object,
+        name: str,
+        config_model: type[BaseModel] | None,
+        inject: tuple[str, ...],
+        hookspecs: type | ModuleType | None,
+        run: Callable[[Fiber, Context, Any], EffectBody],
+        provides: str | None = None,
+        optional: tuple[str, ...] = (),
+    ) -> None:
+        self.obj = obj
+        self.name = name
+        self.config_model = config_model
+        self.inject = inject
+        self.hookspecs = hookspecs
+        self.run = run
+        #: The service key a ``dsh.Service`` subclass will provide, known before it loads.
+        self.provides = provides
+        #: Service keys used when present; a change of their providers restarts the fiber.
+        self.optional = optional
+        #: Every service key whose provider matters to the fiber (injected or optional).
+        self.watches = inject + optional
 
 
 def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
@@ -148,9 +168,7 @@ def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
         )
     own_name = getattr(obj, "name", None)
     config_model = getattr(obj, "Config", None)
-    if config_model is not None and not (
-        inspect.isclass(config_model) and issubclass(config_model, BaseModel)
-    ):
+    if config_model is not None and not _is_model(config_model):
         raise InvalidPluginError(
             f"invalid plugin {default}: Config must be a pydantic BaseModel subclass"
         )
@@ -174,6 +192,13 @@ def plugin_spec(obj: object, name: str | None = None) -> PluginSpec:
     )
 
 
+def _is_model(config_model: object) -> bool:
+    # pydantic is imported here, not with dsh: a plugin that declares a Config has it.
+    from pydantic import BaseModel
+
+    return inspect.isclass(config_model) and issubclass(config_model, BaseModel)
+
+
 def _service_keys(obj: object, attr: str, plugin: str) -> tuple[str, ...]:
     keys = getattr(obj, attr, ())
     if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
@@ -187,7 +212,7 @@ def _class_runner(cls: type[Plugin]) -> Callable[[Fiber, Context, Any], EffectBo
     def run(fiber: Fiber, ctx: Context, config: Any) -> EffectBody:
         instance = cls(ctx, config)
         fiber.instance = instance
-        if _hookimpl_names(cls):
+        if hookimpl_names(cls):
             fiber.register_hookimpls(instance)
         return instance.setup()
 
@@ -205,7 +230,7 @@ def _function_runner(fn: Callable[..., Any]) -> Callable[[Fiber, Context, Any], 
 _HOOKIMPLS: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
 
-def _hookimpl_names(cls: type) -> tuple[str, ...]:
+def hookimpl_names(cls: type) -> tuple[str, ...]:
     """Names of the ``@dsh.hookimpl`` methods of ``cls`` (cached per class)."""
     names = _HOOKIMPLS.get(cls)
     if names is None:

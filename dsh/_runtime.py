@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import contextvars
+import weakref
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import TaskGroup
 
 from ._check import CoreSpecs
 from ._errors import InactiveContextError, ServiceConflictError
-from ._events import EventBus
+from ._events import Event, EventBus
 from ._plugin import PluginSpec, plugin_spec
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from ._fiber import Fiber
 
-__all__ = ["Runtime", "wait_settled"]
+__all__ = ["HookimplTable", "Runtime", "wait_settled"]
+
+#: What the ``@hookimpl`` methods of a plugin class listen with, validated once per
+#: runtime: (method name, event, the arguments it picks by name, where it goes).
+HookimplTable = tuple[tuple[str, Event, tuple[tuple[str, int], ...], str], ...]
 
 
 class _Provision:
@@ -47,6 +55,13 @@ class Runtime:
         self._announced: dict[str, set[Fiber]] = {}
         self._busy = 0
         self._idle: anyio.Event | None = None
+        #: Fibers whose transition was requested, each with the context variables of
+        #: the code that requested it; one task drives them (see :meth:`schedule`).
+        #: Per plugin class, its validated ``@hookimpl`` methods (weak: a class made at
+        #: run time is not kept alive by it).
+        self.hookimpls: weakref.WeakKeyDictionary[type, HookimplTable] = weakref.WeakKeyDictionary()
+        self._queue: deque[tuple[Fiber, contextvars.Context]] = deque()
+        self._flushing = False
 
     def spec_of(self, plugin: object) -> PluginSpec:
         """The spec of ``plugin`` for one more fiber (described once while it is used)."""
@@ -86,6 +101,28 @@ class Runtime:
         self.require_open().start_soon(fn)
 
     # -- transitions --------------------------------------------------------------------
+
+    def schedule(self, fiber: Fiber) -> None:
+        """Drive ``fiber``'s transition soon, in the task that drives the queue.
+
+        One task runs every queued transition as far as it goes synchronously (a
+        mount of many plugins costs one task, not one each); a transition that has to
+        wait continues in a task of its own. Each runs with a copy of the context
+        variables of the code that asked for it, as a task spawned there would.
+        """
+        if not self._flushing:
+            self.spawn(self._flush)
+            self._flushing = True
+        self._queue.append((fiber, contextvars.copy_context()))
+
+    async def _flush(self) -> None:
+        queue = self._queue
+        try:
+            while queue:
+                fiber, context = queue.popleft()
+                context.run(fiber.drive)
+        finally:
+            self._flushing = False
 
     def transition_started(self) -> None:
         self._busy += 1

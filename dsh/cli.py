@@ -9,6 +9,7 @@ all.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import os
 import signal
@@ -16,13 +17,15 @@ import sys
 import types
 import typing
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from ._check import CheckReport
+from ._check import counted
 from ._commands import (
     Command,
+    CommandError,
     CommandLoadError,
+    add_deployment_argument,
+    deployment_file,
     installed_commands,
     load_command,
     run_deployment_command,
@@ -30,6 +33,7 @@ from ._commands import (
 from ._context import Context
 from ._fiber import Fiber
 from ._plugin import plugin_spec
+from ._report import CheckReport
 from ._resolve import installed_plugins
 
 __all__ = ["main"]
@@ -61,12 +65,12 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _configure_check(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path)
+    add_deployment_argument(parser)
     parser.add_argument("--agent", metavar="ID", help="check only that agent's prompt")
 
 
 def _check(args: argparse.Namespace) -> int:
-    path: Path = args.file
+    path = deployment_file(args.file, "check")
 
     async def check(root: Context, deployment: Fiber) -> int:
         report = CheckReport(path, args.agent)
@@ -85,9 +89,9 @@ def _check(args: argparse.Namespace) -> int:
         if report.problems:
             print("\n".join(report.problems), file=sys.stderr)
             return 1
-        count = len(deployment.instance.fibers)
+        entries = counted(len(deployment.instance.fibers), "plugin entry", "plugin entries")
         found = "".join(f", {phrase}" for phrase in report.passed)
-        print(f"{path}: ok ({count} plugin entries active{found})")
+        print(f"{path}: ok ({entries} active{found})")
         return 0
 
     return run_deployment_command(path, check)
@@ -176,18 +180,51 @@ def _commands(argv: Sequence[str]) -> dict[str, Command | CommandLoadError]:
     return commands
 
 
-def _parser(commands: dict[str, Command | CommandLoadError]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="dsh", description="Run and inspect dsh deployments (YAML plugin lists)."
+#: The distribution whose version ``dsh --version`` prints.
+DISTRIBUTION = "dsh-harness"
+
+
+def version() -> str:
+    """The installed version of :data:`DISTRIBUTION` (``unknown`` when it is not
+    installed, as when the sources run from a checkout without ``pip install``)."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _common() -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name (``dsh -v run F`` and
+    ``dsh run F -v``). Their default is ``SUPPRESS``, so a subcommand's parser, which
+    runs second, does not reset what the main parser found."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="debug logs, tracebacks",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs, tracebacks")
+    return common
+
+
+def _parser(commands: dict[str, Command | CommandLoadError]) -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="dsh",
+        description="Run and inspect dsh deployments (YAML plugin lists).",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"dsh {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in sorted(commands.items()):
         if isinstance(command, CommandLoadError):
             broken = sub.add_parser(name, help=f"(cannot load: {command.brief})")
             broken.add_argument("rest", nargs=argparse.REMAINDER)
             continue
-        command.configure(sub.add_parser(name, help=command.help, description=command.help))
+        command.configure(
+            sub.add_parser(name, help=command.help, description=command.help, parents=[common])
+        )
     return parser
 
 
@@ -196,13 +233,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     commands = _commands(words)
     args = _parser(commands).parse_args(words)
-    _configure_logging(args.verbose)
+    _configure_logging(getattr(args, "verbose", False))
     command = commands[args.command]
     if isinstance(command, CommandLoadError):
         print(f"dsh: {command}", file=sys.stderr)
         return 1
     try:
-        return command.run(args)
+        status = command.run(args)
+        # What is still buffered is written now, where a closed pipe is caught, rather
+        # than at the interpreter's exit, where it would print a traceback.
+        sys.stdout.flush()
+        return status
+    except CommandError as exc:
+        # A mistake found before any deployment was loaded (no FILE and no ./dsh.yml).
+        print(exc, file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         # Ctrl-C before a front-end handles it (while loading the deployment).
         # Run by test_ctrl_c_while_loading, but coverage.py drops the line events of
@@ -212,6 +257,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`dsh plugins | head`): stop quietly, as a shell tool
         # does. Point stdout at /dev/null so the interpreter's final flush is quiet too.
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    except BaseExceptionGroup as group:
+        # The same, raised in a task (a front-end writing the answer as it streams).
+        _broken, rest = group.split(BrokenPipeError)
+        if rest is not None:
+            raise
         _discard_stdout()
         return EXIT_BROKEN_PIPE
 

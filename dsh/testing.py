@@ -188,9 +188,13 @@ class ToolCallSpec:
 Reply = str | Sequence[Any] | Callable[[Any], Any]
 
 
-def text(*parts: str, usage: tuple[int, int] | None = None, finish: str = "stop") -> list[Any]:
-    """A text answer: one delta per part, then ``usage`` (input and output tokens)
-    when given, then the finish."""
+def text(
+    *parts: str, usage: tuple[int | None, ...] | None = None, finish: str = "stop"
+) -> list[Any]:
+    """A text answer: one delta per part, then ``usage`` when given, then the finish.
+
+    ``usage`` holds the fields of ``dsh_llm.Usage`` in order: input and output tokens,
+    then optionally cache-read, cache-write and reasoning tokens."""
     llm = _llm()
     chunks: list[Any] = [
         llm.BlockStart(0, "text"),
@@ -213,9 +217,10 @@ def tool_call(
 
 
 def tool_calls(
-    *calls: ToolCallSpec, before: str = "", usage: tuple[int, int] | None = None
+    *calls: ToolCallSpec, before: str = "", usage: tuple[int | None, ...] | None = None
 ) -> Callable[[Any], list[Any]]:
-    """An answer calling tools (in this order), optionally after some text."""
+    """An answer calling tools (in this order), optionally after some text; ``usage``
+    as in :func:`text`."""
 
     def reply(request: Any) -> list[Any]:
         llm = _llm()
@@ -253,7 +258,9 @@ class ScriptedModel:
     is empty, ``respond(request)`` answers, and without it the call fails with an
     ``AssertionError`` naming the request (which the ``llm`` service turns into an
     ``ADAPTER_ERROR`` turn end). Every request is kept in :attr:`requests`. Each chunk
-    is preceded by a checkpoint, as a real model's I/O would be.
+    is preceded by a checkpoint, as a real model's I/O would be. With ``window`` it
+    declares that context window (tokens) for every model it serves
+    (:meth:`context_window`).
     """
 
     def __init__(
@@ -261,11 +268,17 @@ class ScriptedModel:
         *replies: Reply,
         respond: Callable[[Any], Reply] | None = None,
         models: Sequence[str] = ("scripted",),
+        window: int | None = None,
     ) -> None:
         self.script: deque[Reply] = deque(replies)
         self.respond = respond
         self.models = list(models)
+        self.window = window
         self.requests: list[Any] = []
+
+    def context_window(self, model: str) -> int | None:
+        """The declared context window of ``model`` (``window``, for every model)."""
+        return self.window
 
     def reply(self, *replies: Reply) -> None:
         """Queue more answers."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,32 @@ def run_dsh(
     )
 
 
+def run_dsh_into_closed_pipe(
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m dsh ARGS | head -1`` once ``head`` has gone: stdout is a pipe whose
+    reading end is closed, so the first write fails with EPIPE; stderr is captured."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "dsh", *args],
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+
+
 def event_types(session: Session) -> list[str]:
     """The types of ``session``'s events, in order."""
     return [event.type for event in session.events]
@@ -68,3 +96,21 @@ def event_types(session: Session) -> list[str]:
 def event_data(session: Session, kind: str) -> list[Mapping[str, Any]]:
     """The data of ``session``'s events of type ``kind``, in order."""
     return [event.data for event in session.events if event.type == kind]
+
+
+def without_session_line(err: str) -> str:
+    """``dsh run``'s stderr without the ``session: <id>`` line it ends with (which it
+    asserts is there)."""
+    head, _, last = err.rstrip("\n").rpartition("\n")
+    assert re.fullmatch(r"session: [0-9a-f]{32}", last), err
+    return f"{head}\n" if head else ""
+
+
+def stored_seqs(records: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The event seqs the records of a session file hold, in order: one per record, and
+    one per chunk of a packed ``assistant/chunks`` row (its members follow its seq)."""
+    seqs: list[int] = []
+    for record in records:
+        count = len(record["data"]["chunks"]) if record["type"] == "assistant/chunks" else 1
+        seqs.extend(range(record["seq"], record["seq"] + count))
+    return seqs

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from dsh import Context, Disposer, DshError, Service, hookspec
-from dsh_llm import LlmRequest, Message
+from dsh_llm import LlmFailure, LlmRequest, Message
 from dsh_session import Session
 from dsh_system_prompt import AssembleContext
 
@@ -148,6 +148,15 @@ class AgentSpecs:
         """Waterfall over each model request of an agent; return the request to send."""
         raise NotImplementedError
 
+    @hookspec
+    def agent_request_failed(
+        self, agent: Agent, request: LlmRequest, failure: LlmFailure
+    ) -> bool | None:
+        """Serial: a model request failed before the model produced anything. A
+        listener that returns True has made a retry worthwhile (compaction shortened
+        the history after a ``CONTEXT_LENGTH`` refusal): the loop ends the step and
+        runs the turn on in a new step, once; otherwise the turn fails."""
+
 
 def assemble_context_for(agent: Agent) -> AssembleContext:
     """The assembly context of ``agent``: its scope and the agent itself."""
@@ -234,6 +243,54 @@ class AgentRegistry(Service):
             raise AgentError("no agent factory registered (load the agent-loop plugin)")
         session = await self.ctx.sessions.load(session_id)
         return await self._factory[0].resume_agent(self.ctx, session, agent_id)
+
+    async def switch_model(self, agent_id: str, model: str) -> Agent:
+        """Make agent ``agent_id`` use ``model`` from now on; returns the agent to use.
+
+        An agent that is idle with nothing recorded in its session yet (a declared
+        agent before its first message) is replaced, through the factory's
+        ``resume_agent``, by one on a new session whose header records ``model``: the
+        same id, cwd and (for an agent the loop declares) persona. Any other agent keeps
+        its session and only its ``model`` changes (each step's ``request/header``
+        records the model used). Raises :class:`AgentError` for an unknown agent.
+        """
+        agent = self._known(agent_id)
+        if agent.status == "idle" and not agent.session.events and self._factory:
+            header = agent.session.header
+            session = self.ctx.sessions.prepare(
+                cwd=header.cwd, meta={**header.meta, "model": model}
+            )
+            agent = await self._factory[0].resume_agent(self.ctx, session, agent_id)
+        agent.model = model
+        return agent
+
+    async def renew(self, agent_id: str) -> Agent:
+        """Start agent ``agent_id`` afresh (a chat's ``/clear``); returns the new agent.
+
+        The agent is disposed (a running turn ends ``aborted``/``disposed``) and
+        replaced, through the factory's ``resume_agent``, by one with the same id,
+        model and cwd (and, for an agent the loop declares, persona) on a new, empty
+        session. The old session stays with its persistence (``dsh run --resume``
+        continues it). Raises :class:`AgentError` for an unknown agent or without a
+        factory.
+        """
+        agent = self._known(agent_id)
+        if not self._factory:
+            raise AgentError("no agent factory registered (load the agent-loop plugin)")
+        model = agent.model
+        header = agent.session.header
+        session = self.ctx.sessions.prepare(cwd=header.cwd, meta={**header.meta, "model": model})
+        await agent.dispose()
+        renewed = await self._factory[0].resume_agent(self.ctx, session, agent_id)
+        renewed.model = model
+        return renewed
+
+    def _known(self, agent_id: str) -> Agent:
+        agent = self.get(agent_id)
+        if agent is None:
+            known = ", ".join(f'"{a.id}"' for a in self._agents.values()) or "(none)"
+            raise AgentError(f'unknown agent "{agent_id}"; known agents: {known}')
+        return agent
 
     def get(self, agent_id: str) -> Agent | None:
         """The live agent ``agent_id``, or None."""

@@ -18,7 +18,7 @@ __all__ = ["AgentCore", "AgentCoreConfig"]
 
 class AgentCoreConfig(AgentLoopConfig):
     """Config of the ``agent-core`` bundle: the loop's keys (``agents``,
-    ``max_parallel_tool_calls``) plus the default model and the system prompt's."""
+    ``max_parallel_tool_calls``, ``prices``) plus the default model and the system prompt's."""
 
     model: str | None = None
     persona: str = ""
@@ -56,6 +56,7 @@ class AgentCore(Plugin):
                 {
                     "agents": [a.model_dump() for a in agents],
                     "max_parallel_tool_calls": config.max_parallel_tool_calls,
+                    "prices": {m: p.model_dump() for m, p in config.prices.items()},
                 },
             ),
         ]

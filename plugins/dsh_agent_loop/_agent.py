@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from dsh import Context, DshError
+from dsh import Context, Disposer, DshError
 from dsh_agent import (
     AgentError,
     AgentTypeError,
@@ -23,15 +22,19 @@ from dsh_llm import (
     AssembledMessage,
     BlockAssembler,
     LlmError,
+    LlmFailure,
     LlmRequest,
     Message,
-    chunk_to_json,
+    ReasoningBlock,
+    TextBlock,
+    Usage,
 )
 from dsh_scope import Scope
 from dsh_session import Session
 from dsh_system_prompt import render_prompt
 
 from ._tool_calls import run_tool_calls
+from ._usage import NO_USAGE, USAGE_EVENT, add_usage, cost
 
 if TYPE_CHECKING:
     from ._loop import AgentLoop
@@ -81,6 +84,32 @@ class LoopAgent:
     drops what is queued.
     """
 
+    # "__dict__" keeps the handle open to attributes others attach; it is made only
+    # when one is.
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_abort_reason",
+        "_disposed",
+        "_driver",
+        "_ended",
+        "_header",
+        "_idle",
+        "_inbox",
+        "_loop",
+        "_scope",
+        "_status",
+        "_steering",
+        "_step",
+        "_turn_scope",
+        "_wake",
+        "ctx",
+        "id",
+        "max_tokens",
+        "model",
+        "session",
+    )
+
     def __init__(
         self,
         loop: AgentLoop,
@@ -95,7 +124,7 @@ class LoopAgent:
         self.session: Session
         self.ctx: Context
         self._scope: Scope
-        self._inbox: deque[list[Message]] = deque()
+        self._inbox: list[list[Message]] = []
         self._steering: list[Message] = []
         self._status = "idle"
         self._wake: anyio.Event | None = None
@@ -105,6 +134,13 @@ class LoopAgent:
         self._step = 0
         self._header: dict[str, Any] | None = None
         self._disposed = False
+        #: The sum of the session's ``usage/step`` events (set for a resumed session by
+        #: the factory, then kept up to date by each step).
+        self._usage = NO_USAGE
+        #: The driver task, started by the first message (an idle agent has none), and
+        #: whether it has ended.
+        self._driver: Disposer | None = None
+        self._ended = False
 
     def __repr__(self) -> str:
         return f"<LoopAgent {self.id!r} {self._status}>"
@@ -118,6 +154,17 @@ class LoopAgent:
     @property
     def status(self) -> str:
         return self._status
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens of the whole session: every ``usage/step`` summed, each field
+        set (absent ones count 0). Kept up to date as steps record usage: O(1)."""
+        return self._usage
+
+    def cost(self, usage: Usage | None = None) -> float | None:
+        """What ``usage`` (default: :attr:`usage`) cost at the price the loop's
+        ``prices`` table gives this agent's model; None when it gives none."""
+        return cost(self._usage if usage is None else usage, self._loop.config.prices, self.model)
 
     def send(self, message: str | Message) -> None:
         """Queue ``message``; it starts its own turn once the turns before it ended."""
@@ -137,7 +184,9 @@ class LoopAgent:
         if self._disposed:
             raise AgentError(f'agent "{self.id}" is disposed; it takes no more messages')
         self._inbox.append(messages)
-        if self._wake is not None:
+        if self._driver is None:
+            self._driver = self.ctx.task(self.drive, label=f"agent {self.id}")
+        elif self._wake is not None:
             self._wake.set()
 
     def cancel(self) -> None:
@@ -163,6 +212,13 @@ class LoopAgent:
                 self._idle = anyio.Event()
             await self._idle.wait()
 
+    def _close(self) -> Awaitable[None] | None:
+        """The agent's scope is being undone: it takes no more messages, and what its
+        scope undoes next waits for the driver (if one started) to finish the turn."""
+        self._disposed = True
+        driver = self._driver
+        return None if driver is None or self._ended else driver()
+
     async def dispose(self) -> None:
         """Abort the running turn (reason ``aborted``/``disposed``), wait for it to end,
         then undo everything registered through ``agent.ctx``."""
@@ -174,6 +230,10 @@ class LoopAgent:
             # return; the turn ends at its next checkpoint.
             self._scope.fiber.dispose()
             return
+        if self._driver is not None:
+            # Stop the driver first (the turn records its end): the scope's undo then
+            # has nothing left to wait for.
+            await self._driver()
         await self._scope.dispose()
 
     # -- the driver ---------------------------------------------------------------------
@@ -209,7 +269,7 @@ class LoopAgent:
                     self._wake = anyio.Event()
                     await self._wake.wait()
                 self._wake = None
-                messages = self._inbox.popleft()
+                messages = self._inbox.pop(0)
                 # The scope exists before anyone hears "running": a cancel from a
                 # status listener already aborts this turn.
                 scope = self._turn_scope = anyio.CancelScope()
@@ -220,6 +280,7 @@ class LoopAgent:
                     self._set_status("idle")
         finally:
             self._disposed = True
+            self._ended = True
             self._turn_scope = None
             self._inbox.clear()
             self._set_status("idle")
@@ -248,7 +309,7 @@ class LoopAgent:
             finally:
                 self._turn_scope = None
                 if self._steering and reason["kind"] != "aborted":
-                    self._inbox.appendleft(self._steering)
+                    self._inbox.insert(0, self._steering)
                 self._steering = []
                 try:
                     session.append("turn/end", {"turn": turn, "reason": reason})
@@ -263,8 +324,15 @@ class LoopAgent:
     async def _steps(self, turn: int, messages: list[Message]) -> dict[str, Any]:
         session = self.session
         ctx = self.ctx
+        loop = self._loop
+        # The services' views, taken once a turn: a provider cannot change under a
+        # running turn (the loop injects them: it restarts, and its agents go, first).
+        prompt = ctx.system_prompt
+        tools = ctx.tools
+        llm = loop.ctx.llm
         pending = messages
         max_tokens = False
+        retried = False
         step = 0
         while True:
             step = self._step = step + 1
@@ -273,26 +341,23 @@ class LoopAgent:
             await anyio.lowlevel.checkpoint_if_cancelled()
             pending.extend(self._steering)
             self._steering.clear()
-            sent = await ctx.waterfall(
-                "agent/pre-step", self, pending, turn, step, inner=_returning(pending), scope=self
+            sent = (
+                await self._pre_step(pending, turn, step) if loop.pre_step.heard(self) else pending
             )
-            if not isinstance(sent, list | tuple) or not all(isinstance(m, Message) for m in sent):
-                raise AgentTypeError(
-                    "an agent/pre-step listener must return a list of dsh_llm.Message, "
-                    f"got {sent!r}"
-                )
             if step == 1 and not sent:
                 # A listener took every message (a command handled locally, say).
                 return {"kind": "completed"}
             for message in sent:
                 session.append(
-                    "user/message", {"turn": turn, "step": step, "message": message.to_json()}
+                    "user/message",
+                    {"turn": turn, "step": step, "message": message.to_json()},
+                    message=message,
                 )
-            assembly = await ctx.system_prompt.assemble(assemble_context_for(self))
+            assembly = await prompt.assemble(assemble_context_for(self))
             system = render_prompt(assembly)
             request = LlmRequest(
                 model=self.model or "",
-                messages=tuple(session.derive_messages()),
+                messages=session.history(),
                 system=system or None,
                 tools=tuple(assembly.tools),
                 max_tokens=self.max_tokens,
@@ -300,14 +365,15 @@ class LoopAgent:
                 turn=turn,
                 step=step,
             )
-            request = await ctx.waterfall(
-                "agent/request", self, request, inner=_returning(request), scope=self
-            )
-            if not isinstance(request, LlmRequest):
-                raise AgentTypeError(
-                    "an agent/request listener must return a dsh_llm.LlmRequest, got "
-                    f"{type(request).__name__}"
+            if loop.request.heard(self):
+                request = await ctx.waterfall(
+                    "agent/request", self, request, inner=_returning(request), scope=self
                 )
+                if not isinstance(request, LlmRequest):
+                    raise AgentTypeError(
+                        "an agent/request listener must return a dsh_llm.LlmRequest, got "
+                        f"{type(request).__name__}"
+                    )
             if not request.model:
                 raise NoModelError(
                     f'agent "{self.id}" has no model: give it one (agents.create(model=...) '
@@ -317,29 +383,65 @@ class LoopAgent:
             try:
                 session.append("step/start", {"turn": turn, "step": step})
                 self._log_header(turn, step, request)
-                result = await self._stream(turn, step, request)
+                result = await self._stream(turn, step, request, llm)
                 finish = result.finish
                 if finish.failure is not None:
-                    raise LlmError(finish.failure)
-                data: dict[str, Any] = {
-                    "turn": turn,
-                    "step": step,
-                    "message": result.message.to_json(),
-                }
-                if result.usage is not None:
-                    data["usage"] = result.usage.to_json()
-                session.append("assistant/message", data)
+                    # One retry, in a new step, when a listener fixed the cause.
+                    if retried or not await self._recover(request, result, finish.failure):
+                        raise LlmError(finish.failure)
+                    retried = True
+                    pending = []
+                    continue
+                retried = False
+                self._record_answer(turn, step, result)
                 max_tokens = max_tokens or finish.reason == "max-tokens"
                 calls = result.message.tool_calls
                 if calls:
                     await run_tool_calls(
-                        self, turn, step, calls, self._loop.config.max_parallel_tool_calls
+                        self, turn, step, calls, loop.config.max_parallel_tool_calls, tools=tools
                     )
             finally:
                 session.append("step/end", {"turn": turn, "step": step})
             if not calls and not self._steering:
                 return {"kind": "max-tokens"} if max_tokens else {"kind": "completed"}
             pending = []
+
+    def _record_answer(self, turn: int, step: int, result: AssembledMessage) -> None:
+        """The step's ``assistant/message``, then its ``usage/step`` when the stream
+        reported usage (:attr:`usage` grows by it)."""
+        data: dict[str, Any] = {"turn": turn, "step": step, "message": result.message.to_json()}
+        usage = result.usage
+        if usage is not None:
+            data["usage"] = usage.to_json()
+        self.session.append("assistant/message", data, message=result.message)
+        if usage is not None:
+            self.session.append(USAGE_EVENT, {"turn": turn, "step": step, "usage": data["usage"]})
+            self._usage = add_usage(self._usage, usage)
+
+    async def _recover(
+        self, request: LlmRequest, result: AssembledMessage, failure: LlmFailure
+    ) -> bool:
+        """Whether an ``agent/request-failed`` listener made a retry of the failed
+        request worthwhile; asked only when the model produced nothing visible."""
+        if any(
+            isinstance(b, TextBlock | ReasoningBlock) and b.text.strip()
+            for b in result.message.content
+        ):
+            return False
+        answer = await self.ctx.serial("agent/request-failed", self, request, failure, scope=self)
+        return answer is True
+
+    async def _pre_step(self, pending: list[Message], turn: int, step: int) -> Sequence[Message]:
+        """The ``agent/pre-step`` waterfall (run only when someone listens)."""
+        sent = await self.ctx.waterfall(
+            "agent/pre-step", self, pending, turn, step, inner=_returning(pending), scope=self
+        )
+        if not isinstance(sent, list | tuple) or not all(isinstance(m, Message) for m in sent):
+            raise AgentTypeError(
+                f"an agent/pre-step listener must return a list of dsh_llm.Message, got {sent!r}"
+            )
+        messages: Sequence[Message] = sent
+        return messages
 
     def _log_header(self, turn: int, step: int, request: LlmRequest) -> None:
         header: dict[str, Any] = {
@@ -354,18 +456,17 @@ class LoopAgent:
             self._header = header
             self.session.append("request/header", {"turn": turn, "step": step, "header": header})
 
-    async def _stream(self, turn: int, step: int, request: LlmRequest) -> AssembledMessage:
+    async def _stream(
+        self, turn: int, step: int, request: LlmRequest, llm: Any
+    ) -> AssembledMessage:
         """Stream the step's answer into the log; a stream that is cancelled or fails
         keeps what the user already saw as an interrupted assistant message."""
         assembler = BlockAssembler()
         session = self.session
         try:
-            async with aclosing(self._loop.ctx.llm.stream(request)) as chunks:
+            async with aclosing(llm.stream(request)) as chunks:
                 async for chunk in chunks:
-                    session.append(
-                        "assistant/chunk",
-                        {"turn": turn, "step": step, "chunk": chunk_to_json(chunk)},
-                    )
+                    session.append_chunk(turn, step, chunk)  # packed with the step's others
                     assembler.push(chunk)
         except anyio.get_cancelled_exc_class():
             self._keep_partial(turn, step, assembler)
@@ -378,12 +479,9 @@ class LoopAgent:
     def _keep_partial(self, turn: int, step: int, assembler: BlockAssembler) -> None:
         kept = assembler.interrupted_blocks()
         if kept:
+            message = Message("assistant", tuple(kept))
             self.session.append(
                 "assistant/message",
-                {
-                    "turn": turn,
-                    "step": step,
-                    "message": Message("assistant", tuple(kept)).to_json(),
-                    "interrupted": True,
-                },
+                {"turn": turn, "step": step, "message": message.to_json(), "interrupted": True},
+                message=message,
             )

@@ -16,6 +16,7 @@ from dsh_session import Session
 from dsh_system_prompt import AssembleContext, PromptSection
 
 from ._agent import LoopAgent
+from ._usage import USAGE_EVENT, Price, session_usage
 
 __all__ = ["AgentLoop", "AgentLoopConfig", "AgentSpec"]
 
@@ -39,6 +40,8 @@ class AgentLoopConfig(BaseModel):
 
     agents: list[AgentSpec] = []
     max_parallel_tool_calls: int = Field(default=8, gt=0)
+    #: Per-model prices (per million tokens) that turn usage into cost; none built in.
+    prices: dict[str, Price] = {}
 
     @field_validator("agents")
     @classmethod
@@ -72,6 +75,10 @@ class AgentLoop(Plugin):
         super().__init__(ctx, config)
         self._ids = itertools.count(1)
         self._agents: dict[LoopAgent, None] = {}
+        events = ctx.events
+        #: The agent waterfalls, looked up once: a step skips one nobody listens to.
+        self.pre_step = events.event("agent/pre-step")
+        self.request = events.event("agent/request")
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx
@@ -79,6 +86,7 @@ class AgentLoop(Plugin):
         yield ctx.system_prompt.variable("model", _model_of)
         yield ctx.system_prompt.variable("cwd", _cwd_of)
         yield ctx.on("deployment/check", self._check)
+        yield ctx.sessions.declare_event_types(USAGE_EVENT)
         # Unloading the factory disposes every agent it made, wherever they are owned.
         yield self._dispose_agents
         for spec in self.config.agents:
@@ -222,11 +230,14 @@ class AgentLoop(Plugin):
             if session is not None
             else actx.sessions.prepare(cwd=cwd, meta={"agent": id, "model": model})
         )
+        if session is not None:
+            agent._usage = session_usage(session)  # what the steps before recorded
 
         def wiring() -> Iterator[Callable[[], object]]:
-            # One composite, undone last-in-first-out: the driver stops (the running
-            # turn records its end) before the agent leaves the registry, and the
-            # session leaves the store last.
+            # One composite, undone last-in-first-out: the agent stops taking messages,
+            # it leaves the registry, and the session leaves the store last. The
+            # driver task, started by the first message, is an effect of the scope
+            # made after this one: it stops (the running turn records its end) first.
             if own_session:
                 yield actx.sessions.enter(agent.session)
             if persona is not None:
@@ -236,7 +247,7 @@ class AgentLoop(Plugin):
             self._agents[agent] = None
             yield lambda: self._agents.pop(agent, None)
             yield actx.agents.register(agent)
-            yield actx.task(agent.drive, label=f"agent {id}")
+            yield agent._close
 
         try:
             actx.effect(wiring, label=f"agent {id}")

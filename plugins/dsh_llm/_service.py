@@ -52,6 +52,10 @@ class LlmAdapter(Protocol):
     """A model backend: turns one request into one chunk stream (one provider attempt).
 
     The stream ends with exactly one ``Finish``; ``UsageChunk`` comes before it.
+
+    An adapter may also declare the context window of the models it serves with a
+    method ``context_window(model: str) -> int | None`` (tokens; optional, read by
+    :meth:`Llm.context_window`).
     """
 
     def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
@@ -91,10 +95,24 @@ class Llm(Service):
         super().__init__(ctx, config)
         self._routes: dict[str, LlmAdapter] = {}
         self._owners: dict[str, Fiber] = {}
+        #: The llm/request waterfall, looked up once: a stream skips it when unheard.
+        self._on_request = ctx.events.event("llm/request")
 
     def models(self) -> list[str]:
         """The model names some adapter serves, sorted."""
         return sorted(self._routes)
+
+    def context_window(self, model: str) -> int | None:
+        """The context window (tokens) the adapter serving ``model`` declares, or None:
+        no adapter serves it, the adapter has no ``context_window(model)`` method, or
+        that method answers something other than a positive ``int``."""
+        declare = getattr(self._routes.get(model), "context_window", None)
+        if not callable(declare):
+            return None
+        window = declare(model)
+        if type(window) is not int or window <= 0:
+            return None
+        return window
 
     def register_adapter(self, models: Sequence[str], adapter: LlmAdapter) -> Disposer:
         """Serve ``models`` with ``adapter`` (a single ``str`` is one model); returns the
@@ -173,12 +191,13 @@ class Llm(Service):
             raise LlmRequestError(
                 f"llm.stream needs a dsh_llm.LlmRequest, got {type(given).__name__}"
             )
-        request = await self.home_ctx.waterfall("llm/request", request, inner=lambda: request)
-        if not isinstance(request, LlmRequest):
-            raise LlmRequestError(
-                "an llm/request listener returned "
-                f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
-            )
+        if self._on_request.listeners():  # an empty waterfall is skipped
+            request = await self.home_ctx.waterfall("llm/request", request, inner=lambda: request)
+            if not isinstance(request, LlmRequest):
+                raise LlmRequestError(
+                    "an llm/request listener returned "
+                    f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
+                )
         adapter = self._routes.get(request.model)
         if adapter is None:
             known = ", ".join(self.models()) or "(none)"

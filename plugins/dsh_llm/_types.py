@@ -39,6 +39,7 @@ __all__ = [
     "ToolResultBlock",
     "Usage",
     "UsageChunk",
+    "add_usage",
     "block_from_json",
     "block_to_json",
     "chunk_from_json",
@@ -215,6 +216,18 @@ class Usage:
         )
 
 
+def add_usage(total: Usage, usage: Usage) -> Usage:
+    """``total`` plus ``usage``, field by field; an absent (None) field counts 0 and
+    the sum has every field set."""
+    return Usage(
+        total.input_tokens + usage.input_tokens,
+        total.output_tokens + usage.output_tokens,
+        (total.cache_read_tokens or 0) + (usage.cache_read_tokens or 0),
+        (total.cache_write_tokens or 0) + (usage.cache_write_tokens or 0),
+        (total.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
+    )
+
+
 # -- content blocks -----------------------------------------------------------------------
 
 
@@ -228,9 +241,15 @@ class TextBlock:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningBlock:
-    """The model's reasoning (DeepSeek's ``reasoning_content``)."""
+    """The model's reasoning (DeepSeek's ``reasoning_content``, Anthropic's thinking).
+
+    ``signature`` is opaque provider data that must go back with the block unchanged
+    (Anthropic signs its thinking); ``None`` when the provider gives none. Only the
+    adapter that made it reads it.
+    """
 
     text: str
+    signature: str | None = None
     type: Literal["reasoning"] = field(default="reasoning", init=False)
 
 
@@ -258,7 +277,7 @@ Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
 
 _BLOCKS: dict[str, tuple[Any, dict[str, _Check], dict[str, _Check]]] = {
     "text": (TextBlock, {"text": _STR}, {}),
-    "reasoning": (ReasoningBlock, {"text": _STR}, {}),
+    "reasoning": (ReasoningBlock, {"text": _STR}, {"signature": _STR}),
     "tool-call": (ToolCallBlock, {"id": _STR, "name": _STR, "arguments": _STR}, {}),
     "tool-result": (
         ToolResultBlock,
@@ -270,8 +289,8 @@ _BLOCK_KINDS = tuple(_BLOCKS)
 
 
 def block_to_json(block: Block) -> dict[str, Any]:
-    """The JSON form of a block: its fields, ``type`` included."""
-    return _fields(block)
+    """The JSON form of a block: its fields without the ``None`` ones, ``type`` included."""
+    return _compact(block)
 
 
 def block_from_json(data: Mapping[str, Any]) -> Block:
@@ -311,9 +330,10 @@ class Message:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Message:
         """Rebuild a message from :meth:`to_json` output; raises :class:`LlmFormatError`."""
-        fields = _record(
-            data, "message", {"role": _one_of(("user", "assistant", "tool")), "content": _LIST}, {}
-        )
+        fast = _plain_message(data)
+        if fast is not None:
+            return fast
+        fields = _record(data, "message", _MESSAGE_FIELDS, {})
         blocks: list[Block] = []
         for i, item in enumerate(fields["content"]):
             try:
@@ -321,6 +341,59 @@ class Message:
             except LlmFormatError as exc:
                 raise LlmFormatError(f"message content[{i}]: {exc}") from None
         return cls(fields["role"], tuple(blocks))
+
+
+_ROLES: tuple[Literal["user", "assistant", "tool"], ...] = ("user", "assistant", "tool")
+_MESSAGE_FIELDS = {"role": _one_of(_ROLES), "content": _LIST}
+
+
+def _plain_block(item: object) -> Block | None:
+    """The block ``item`` encodes when it is exactly what :func:`block_to_json` writes
+    (plain ``dict``, ``str`` values, no extra key), else None: the validating decoder
+    then decides, and words its errors. Accepts nothing that decoder refuses."""
+    if type(item) is not dict:
+        return None
+    kind = item.get("type")
+    size = len(item)
+    if kind == "text" and size == 2:
+        text = item.get("text")
+        return TextBlock(text) if type(text) is str else None
+    if kind == "tool-call" and size == 4:
+        call_id, name, arguments = item.get("id"), item.get("name"), item.get("arguments")
+        if type(call_id) is str and type(name) is str and type(arguments) is str:
+            return ToolCallBlock(call_id, name, arguments)
+        return None
+    if kind == "tool-result" and size == 4:
+        call_id, content, is_error = (
+            item.get("tool_call_id"),
+            item.get("content"),
+            item.get("is_error"),
+        )
+        if type(call_id) is str and type(content) is str and type(is_error) is bool:
+            return ToolResultBlock(call_id, content, is_error)
+        return None
+    if kind == "reasoning" and size == 2:
+        text = item.get("text")
+        return ReasoningBlock(text) if type(text) is str else None
+    return None
+
+
+def _plain_message(data: object) -> Message | None:
+    """The fast path of :meth:`Message.from_json` for what :meth:`Message.to_json`
+    writes; None hands anything else to the validating decoder."""
+    if type(data) is not dict or len(data) != 2:
+        return None
+    role = data.get("role")
+    content = data.get("content")
+    if type(content) is not list or type(role) is not str or role not in _ROLES:
+        return None
+    blocks = []
+    for item in content:
+        block = _plain_block(item)
+        if block is None:
+            return None
+        blocks.append(block)
+    return Message(role, tuple(blocks))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,9 @@ configured ``models``. See this package's README.
 
 from __future__ import annotations
 
-from ._adapter import OpenAIAdapter, retry_after
+from dsh_llm.http import retry_after
+
+from ._adapter import OpenAIAdapter
 from ._config import DEFAULT_BASE_URL, OpenAICompatibleConfig
 from ._plugin import OpenAICompatible
 from ._wire import StreamDecoder, request_body

@@ -14,8 +14,7 @@ from dsh_llm import (
     BlockEnd,
     BlockStart,
     Chunk,
-    Finish,
-    LlmFailure,
+    FinishReason,
     LlmRequest,
     Message,
     ReasoningBlock,
@@ -26,12 +25,16 @@ from dsh_llm import (
     ToolCallDelta,
     ToolResultBlock,
     Usage,
-    UsageChunk,
 )
+from dsh_llm.http import BadResponse, DecoderBase, ServerStreamError, int_field, str_field
 
-__all__ = ["BadResponse", "ServerStreamError", "StreamDecoder", "StreamError", "request_body"]
+__all__ = ["StreamDecoder", "request_body"]
 
-_FINISH: dict[str, Any] = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "tool_calls": "tool-calls",
+    "length": "max-tokens",
+}
 
 
 # -- request ------------------------------------------------------------------------------
@@ -115,40 +118,18 @@ def _append_message(out: list[dict[str, Any]], message: Message, send_reasoning:
 # -- stream -------------------------------------------------------------------------------
 
 
-class StreamError(Exception):
-    """The stream cannot go on; ``code`` is the failure code to report."""
-
-    code = "BAD_RESPONSE"
-
-
-class BadResponse(StreamError):
-    """A ``data:`` payload is not what a chat-completions stream sends."""
-
-
-class ServerStreamError(StreamError):
-    """The server sent an ``error`` object instead of a chunk."""
-
-    code = "SERVER_ERROR"
-
-
-def _int(value: Any, what: str) -> int:
-    if type(value) is not int:
-        raise BadResponse(f"{what} is {value!r}, not an integer")
-    return value
-
-
 def _optional_int(data: Any, key: str, what: str) -> int | None:
     if not isinstance(data, dict):
         return None
     value = data.get(key)
-    return None if value is None else _int(value, what)
+    return None if value is None else int_field(value, what)
 
 
 def _usage(data: Any) -> Usage:
     if not isinstance(data, dict):
         raise BadResponse(f"usage is {data!r}, not an object")
-    prompt = _int(data.get("prompt_tokens", 0), "usage.prompt_tokens")
-    completion = _int(data.get("completion_tokens", 0), "usage.completion_tokens")
+    prompt = int_field(data.get("prompt_tokens", 0), "usage.prompt_tokens")
+    completion = int_field(data.get("completion_tokens", 0), "usage.completion_tokens")
     # DeepSeek reports cache hits at the top level, OpenAI in prompt_tokens_details.
     cached = _optional_int(data, "prompt_cache_hit_tokens", "usage.prompt_cache_hit_tokens")
     if cached is None:
@@ -179,7 +160,7 @@ class _ToolCall:
         self.has_name = False
 
 
-class StreamDecoder:
+class StreamDecoder(DecoderBase):
     """Turns the payloads of one stream into chunks, in order.
 
     Feed each decoded ``data:`` JSON payload to :meth:`feed` and call :meth:`end`
@@ -189,31 +170,20 @@ class StreamDecoder:
     held back until :meth:`end`, so usage always precedes the finish.
     """
 
-    __slots__ = (
-        "_content",
-        "_finish",
-        "_kind",
-        "_next",
-        "_open",
-        "_reason",
-        "_request_id",
-        "_tools",
-        "_usage",
-    )
+    __slots__ = ("_kind", "_next", "_open", "_reason", "_tools")
 
     def __init__(self, request_id: str | None = None) -> None:
-        self._request_id = request_id  # carried by the failures this decoder reports
+        super().__init__(request_id)
         self._next = 0  # the next block index
         self._kind: str | None = None  # "text" / "reasoning" while such a block is open
         self._open = -1  # the index of that block
         self._tools: dict[int, _ToolCall] = {}  # provider tool-call index -> state
-        self._usage: Usage | None = None
         self._reason: str | None = None  # finish_reason, once seen
-        self._finish: Finish | None = None
-        self._content = False  # saw text or a tool call
 
-    def feed(self, payload: Any, out: list[Chunk]) -> None:
-        """Take one decoded ``data:`` payload; raises :class:`BadResponse` on a bad shape."""
+    def feed(self, payload: Any, out: list[Chunk], event: str = "message") -> bool:
+        """Take one decoded ``data:`` payload (the event name does not matter); raises
+        :class:`BadResponse` on a bad shape. The stream ends with ``[DONE]``, never
+        here: always False."""
         if not isinstance(payload, dict):
             raise BadResponse(f"expected a JSON object, got {payload!r}")
         usage = payload.get("usage")
@@ -227,14 +197,14 @@ class StreamDecoder:
                 if not isinstance(message, str) or not message:
                     message = json.dumps(error)
                 raise ServerStreamError(f"the server reported an error mid-stream: {message}")
-            return  # the usage-only chunk, or a keep-alive
+            return False  # the usage-only chunk, or a keep-alive
         if not isinstance(choices, list):
             raise BadResponse(f"choices is {choices!r}, not a list")
         choice = choices[0]  # only the first choice: dsh never asks for n > 1
         if not isinstance(choice, dict):
             raise BadResponse(f"a choice is {choice!r}, not an object")
         if self._reason is not None:
-            return  # nothing counts after finish_reason but usage
+            return False  # nothing counts after finish_reason but usage
         delta = choice.get("delta")
         if delta:
             if not isinstance(delta, dict):
@@ -254,10 +224,10 @@ class StreamDecoder:
         reason = choice.get("finish_reason")
         if reason is not None:
             self._finish_reason(reason, out)
+        return False
 
     def _text(self, kind: str, text: Any, out: list[Chunk]) -> None:
-        if type(text) is not str:
-            raise BadResponse(f"a {kind} delta is {text!r}, not a string")
+        str_field(text, f"a {kind} delta")
         if self._kind != kind:
             self._close_text(out)
             self._kind = kind
@@ -316,55 +286,7 @@ class StreamDecoder:
             out.append(ToolCallDelta(state.index, call_id, arguments, name=name))
 
     def _finish_reason(self, reason: Any, out: list[Chunk]) -> None:
-        if type(reason) is not str:
-            raise BadResponse(f"finish_reason is {reason!r}, not a string")
-        self._reason = reason
+        self._reason = reason = str_field(reason, "finish_reason")
         self._close_text(out)
         out.extend(BlockEnd(state.index) for state in self._tools.values())
-        kind = _FINISH.get(reason)
-        if kind is None:
-            code = "".join(c if c.isalnum() else "_" for c in reason).upper() or "UNKNOWN"
-            self._finish = Finish(
-                "error",
-                LlmFailure(
-                    f'the model stopped with finish_reason "{reason}"',
-                    code,
-                    request_id=self._request_id,
-                ),
-            )
-        elif kind != "max-tokens" and not self._content:
-            self._finish = Finish(
-                "error",
-                LlmFailure(
-                    "the model returned an empty answer (no text and no tool calls)",
-                    "EMPTY_RESPONSE",
-                    request_id=self._request_id,
-                ),
-            )
-        else:
-            self._finish = Finish(kind)
-
-    def end(self, out: list[Chunk]) -> Finish:
-        """The stream is over: append the usage (if any) and the finish; return the finish.
-
-        Without a ``finish_reason`` the finish is ``error`` ``STREAM_INTERRUPTED``, and
-        the open blocks stay open.
-        """
-        if self._usage is not None:
-            out.append(UsageChunk(self._usage))
-        finish = self._finish or Finish(
-            "error",
-            LlmFailure(
-                "the stream ended before the model finished (no finish_reason)",
-                "STREAM_INTERRUPTED",
-                request_id=self._request_id,
-            ),
-        )
-        out.append(finish)
-        return finish
-
-    def fail(self, failure: LlmFailure, out: list[Chunk]) -> None:
-        """The stream broke: append the usage (if any) and an error finish."""
-        if self._usage is not None:
-            out.append(UsageChunk(self._usage))
-        out.append(Finish("error", failure))
+        self._stopped(reason, _FINISH.get(reason))

@@ -35,6 +35,12 @@ def _scope_fiber(ctx: Context, config: None) -> None:
     """The plugin behind a scope: it only owns what is registered through it."""
 
 
+# One stable name for every scope fiber: a name per key would create a logger per key,
+# and the logging module keeps every logger for the life of the process. As a plugin
+# attribute (not a name given per call) the runtime describes the plugin once.
+_scope_fiber.name = "scope"  # type: ignore[attr-defined]
+
+
 class Scope:
     """A live scope: register through :attr:`ctx`; :meth:`dispose` undoes it all."""
 
@@ -63,9 +69,8 @@ def create_scope(ctx: Context, key: object) -> Scope:
     live = _LIVE.setdefault(ctx.fiber.runtime, {})
     if id(key) in live:
         raise ScopeError(f"scope {key!r} is already live; dispose it before creating another")
-    # One stable name for every scope fiber: a name per key would create a logger per
-    # key, and the logging module keeps every logger for the life of the process.
-    fiber = ctx.scoped(key)._plugin(_scope_fiber, name="scope")
+    # Loaded before this returns (its body is empty): the scope is active at once.
+    fiber = ctx.scoped(key)._plugin(_scope_fiber, now=True)
     scope = Scope(key, fiber)
     live[id(key)] = scope
 

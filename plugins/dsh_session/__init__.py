@@ -5,6 +5,9 @@ YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``. See the RE
 
 from __future__ import annotations
 
+from ._describe import TITLE_CHARS, describe_session, short_title
+from ._event import SessionError, SessionEvent
+from ._packed import CHUNKS_ROW, ChunkRun, EventLog
 from ._persistence import (
     DURABLE_EVENTS,
     SESSION_ID,
@@ -31,21 +34,24 @@ from ._session import (
     EVENT_TYPE,
     EVENT_TYPES,
     Session,
-    SessionError,
-    SessionEvent,
     SessionHeader,
+    message_of,
 )
 from ._store import Sessions, SessionSpecs, StoredSession
 
 plugin = Sessions
 
 __all__ = [
+    "CHUNKS_ROW",
     "COMMIT_EVENTS",
     "DURABLE_EVENTS",
     "EVENT_TYPE",
     "EVENT_TYPES",
     "SESSION_ID",
+    "TITLE_CHARS",
     "Checked",
+    "ChunkRun",
+    "EventLog",
     "InvalidRecord",
     "Lease",
     "LogDamage",
@@ -68,6 +74,9 @@ __all__ = [
     "check_event",
     "check_log",
     "check_session_id",
+    "describe_session",
+    "message_of",
     "plugin",
     "recent_first",
+    "short_title",
 ]

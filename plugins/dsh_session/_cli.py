@@ -1,49 +1,30 @@
-"""``dsh sessions FILE``: the sessions a deployment's persistence has stored."""
+"""``dsh sessions [FILE]``: the sessions a deployment's persistence has stored."""
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
-from pathlib import Path
 
-from dsh import Command, Context, Fiber, run_deployment_command
+from dsh import (
+    Command,
+    Context,
+    Fiber,
+    add_deployment_argument,
+    deployment_file,
+    run_deployment_command,
+)
 
-from ._store import StoredSession
+from ._describe import describe_session
 
-__all__ = ["command", "describe_session"]
+__all__ = ["command"]
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path)
-
-
-def describe_session(item: StoredSession) -> str:
-    """One line of ``dsh sessions``: id, last activity, turns, agent, model, cwd."""
-    if item.error is not None:
-        return f"{item.id}  unreadable: {item.error}"
-    when = "-" if item.last_activity is None else _local_time(item.last_activity)
-    meta = item.meta
-    parts = [
-        item.id,
-        when,
-        f"{item.turns} turn{'s' if item.turns != 1 else ''}",
-        f"agent {meta.get('agent') or '-'}",
-        f"model {meta.get('model') or '-'}",
-    ]
-    if item.cwd:
-        parts.append(f"cwd {item.cwd}")
-    if item.open:
-        parts.append("last turn interrupted (closed on resume)")
-    return "  ".join(parts)
-
-
-def _local_time(timestamp: float) -> str:
-    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
+    add_deployment_argument(parser)
 
 
 def _run(args: argparse.Namespace) -> int:
-    path: Path = args.file
+    path = deployment_file(args.file, "sessions")
 
     async def list_sessions(root: Context, deployment: Fiber) -> int:
         store = root.get("sessions")

@@ -5,7 +5,9 @@ listing reports.
 A backend (``session-jsonl``, ``session-sqlite``) reads its records its own way, then
 hands them to :func:`check_log`, so every store accepts, cuts and refuses the same
 logs; closing a turn a crash left open is :meth:`Session.close_open_turn`, run by
-``sessions.resume`` whatever the backend.
+``sessions.resume`` whatever the backend. A backend may store the chunks of a step
+packed, as one ``assistant/chunks`` row (:class:`ChunkRun`); the checks accept such a
+row wherever they accept an event, and its chunks count as events.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from dsh import DshError
-from dsh_llm import LlmFormatError, Message
+from dsh_llm import LlmFormatError, Message, Usage
 
-from ._session import COMMIT_EVENTS, EVENT_TYPES, SessionError, SessionEvent, SessionHeader
+from ._event import SessionError, SessionEvent
+from ._packed import CHUNKS_ROW, ChunkRun, EventLog
+from ._session import COMMIT_EVENTS, EVENT_TYPES, SessionHeader
 
 __all__ = [
     "DURABLE_EVENTS",
@@ -221,13 +225,15 @@ _NO_FIELDS: dict[str, _Check] = {}
 _EVENT_KEYS = frozenset({"seq", "type", "time", "data"})
 
 
-def check_event(record: object, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent:
-    """The event a decoded record holds; raises :class:`InvalidRecord` saying what is
-    wrong. ``record`` may itself be an :class:`InvalidRecord` (the store could not
-    decode it), which is raised.
+def check_event(record: object, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent | ChunkRun:
+    """The event a decoded record holds, or the (closed) :class:`ChunkRun` of a packed
+    ``assistant/chunks`` row; raises :class:`InvalidRecord` saying what is wrong.
+    ``record`` may itself be an :class:`InvalidRecord` (the store could not decode
+    it), which is raised.
 
     ``known`` is the set of event types accepted: the built-in ones, and those the
-    plugins of the running deployment declared (``sessions.event_types()``).
+    plugins of the running deployment declared (``sessions.event_types()``); a packed
+    row is always accepted.
     """
     if isinstance(record, InvalidRecord):
         raise record
@@ -236,7 +242,7 @@ def check_event(record: object, known: AbstractSet[str] = EVENT_TYPES) -> Sessio
     seq, kind, when, data = record["seq"], record["type"], record["time"], record["data"]
     if not _is_int(seq) or seq < 0:
         raise InvalidRecord(f"seq {seq!r} is not a non-negative integer")
-    if kind not in known:
+    if kind not in known and kind != CHUNKS_ROW:
         raise InvalidRecord(
             f"unknown event type {kind!r} (not built in, and no loaded plugin declares it)"
         )
@@ -244,6 +250,11 @@ def check_event(record: object, known: AbstractSet[str] = EVENT_TYPES) -> Sessio
         raise InvalidRecord(f"time {when!r} is not a number")
     if not isinstance(data, dict):
         raise InvalidRecord(f'"{kind}" record: data is not an object')
+    if kind == CHUNKS_ROW:
+        try:
+            return ChunkRun.from_json(seq, when, data)
+        except SessionError as exc:
+            raise InvalidRecord(f'"{kind}" record: {exc}') from None
     for key, check in FIELDS.get(kind, _NO_FIELDS).items():
         if key not in data or not check(data[key]):
             raise InvalidRecord(f'"{kind}" record: data.{key} is missing or malformed')
@@ -262,10 +273,11 @@ class LogDamage(Exception):
 
 @dataclass
 class Checked:
-    """A checked log: the good events, and the first invalid record (its index and the
-    problem) when the log's tail was damaged — it and everything after it are dropped."""
+    """A checked log: the good events (packed rows kept packed), and the first invalid
+    record (its index and the problem) when the log's tail was damaged — it and
+    everything after it are dropped."""
 
-    events: list[SessionEvent]
+    events: EventLog
     bad: tuple[int, str] | None = None
 
 
@@ -279,34 +291,40 @@ def check_log(
     The first invalid record ends the log when no valid ``turn/end`` follows it (the
     tail of an interrupted turn: :attr:`Checked.bad`); when one does, committed
     history is damaged and :class:`LogDamage` is raised. Seqs must count from 0
-    without gaps (else :class:`LogDamage`). ``label(index)`` names a record in
-    messages (``line 16``).
+    without gaps (else :class:`LogDamage`): a packed row's seq is its first chunk's,
+    and each of its chunks counts. ``label(index)`` names a record in messages
+    (``line 16``).
     """
-    events: list[SessionEvent] = []
+    rows: list[SessionEvent | ChunkRun] = []
+    count = 0  # events so far (a packed row holds several)
     bad: tuple[int, str] | None = None
     for index, record in enumerate(records):
         try:
-            event = check_event(record, known)
+            row = check_event(record, known)
         except InvalidRecord as exc:
             if bad is None:
                 bad = (index, str(exc))
             continue
         if bad is not None:
-            if event.type == "turn/end":
+            if isinstance(row, SessionEvent) and row.type == "turn/end":
                 raise LogDamage(
                     bad[0],
                     f"{bad[1]}; it comes before the committed turn end on {label(index)}, "
                     "so the history is damaged and the session is not loaded",
                 )
-        elif event.seq != len(events):
+            continue
+        if isinstance(row, ChunkRun):
+            seq, size = row.seq0, len(row)
+        else:
+            seq, size = row.seq, 1
+        if seq != count:
             raise LogDamage(
                 index,
-                f"seq {event.seq} where {len(events)} was expected (seqs count from 0 "
-                "without gaps)",
+                f"seq {seq} where {count} was expected (seqs count from 0 without gaps)",
             )
-        else:
-            events.append(event)
-    return Checked(events, bad)
+        rows.append(row)
+        count += size
+    return Checked(EventLog(rows), bad)
 
 
 # -- listing -------------------------------------------------------------------------------
@@ -337,19 +355,35 @@ class SessionSummary:
     #: ``sessions.resume`` closes it as interrupted).
     open: bool = False
     error: str | None = None
+    #: The text of the first user message (a listing may cut it), None before any.
+    title: str | None = None
+    #: The usage of every assistant message summed (absent fields count 0), None when
+    #: no message recorded any.
+    usage: Usage | None = None
 
     @classmethod
-    def of(cls, path: Path, header: SessionHeader, last: SessionEvent | None) -> SessionSummary:
-        """The summary of the session ``header`` whose last valid record is ``last``."""
+    def of(
+        cls,
+        path: Path,
+        header: SessionHeader,
+        last: SessionEvent | None,
+        *,
+        title: str | None = None,
+        usage: Usage | None = None,
+    ) -> SessionSummary:
+        """The summary of the session ``header`` whose last valid record is ``last``
+        (with the ``title`` and ``usage`` its store found)."""
         base = (header.id, path, header.created_at, header.cwd, header.meta)
         if last is None:
-            return cls(*base, 0, 0, header.created_at)
+            return cls(*base, 0, 0, header.created_at, title=title, usage=usage)
         return cls(
             *base,
             events=last.seq + 1,
             turns=last.data["turn"],
             last_activity=last.time,
             open=last.type != "turn/end",
+            title=title,
+            usage=usage,
         )
 
 

@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import re
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dsh import DshError, InFlight
-from dsh_llm import Message, ToolResultBlock
+from dsh import InFlight
+from dsh_llm import (
+    BlockEnd,
+    BlockStart,
+    Chunk,
+    Finish,
+    Message,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+    ToolResultBlock,
+    UsageChunk,
+    chunk_to_json,
+)
+
+from ._event import SessionError, SessionEvent
+from ._packed import ChunkRun, EventLog
+
+if TYPE_CHECKING:
+    from dsh._events import Event
 
 __all__ = [
     "COMMIT_EVENTS",
@@ -20,6 +40,7 @@ __all__ = [
     "SessionError",
     "SessionEvent",
     "SessionHeader",
+    "message_of",
 ]
 
 #: Every event type a session records (the data of each is in the README).
@@ -56,28 +77,14 @@ _UNKNOWN_OUTCOME = (
 )
 _NOT_STARTED = "Error: the session was interrupted before this tool call started"
 
+#: The chunk types ``append_chunk`` records.
+_CHUNK_TYPES = (BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd, UsageChunk, Finish)
 
-class SessionError(DshError, ValueError):
-    """A session was misused: an unknown event type, a duplicate id, a bad stored log."""
+#: The event types whose ``data["message"]`` a caller may hand over decoded.
+_MESSAGES = frozenset({"user/message", "assistant/message"})
 
-    code = "SESSION"
-
-
-@dataclass(frozen=True, slots=True)
-class SessionEvent:
-    """One record of the log; ``seq`` counts from 0 without gaps, ``time`` is epoch seconds."""
-
-    seq: int
-    type: str
-    time: float
-    data: Mapping[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "type": self.type, "time": self.time, "data": self.data}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SessionEvent:
-        return cls(data["seq"], data["type"], data["time"], data["data"])
+#: Messages handed to ``append`` wait for the history at most this many at a time.
+_GIVEN_MAX = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,19 +112,26 @@ class SessionHeader:
 class Session:
     """The log of one agent: append events, read them back, derive the history.
 
-    ``events`` must be contiguous (``events[i].seq == i``). ``on_append`` is called
-    after each append; the ``Sessions`` store sets it to publish ``session/event``
-    while the session is live in the store.
+    ``events`` must be contiguous (``events[i].seq == i``); a list is taken over, an
+    :class:`EventLog` (what a persistence backend loads) adopted as it is. The history
+    of the events given is derived at once. ``on_append`` is called after each
+    append; the ``Sessions`` store sets it to publish ``session/event`` while the
+    session is live in the store, together with that event's listeners: it is then
+    called only when one of them would hear the event.
     """
 
     __slots__ = (
         "_answered",
+        "_audience",
         "_declared",
         "_derived",
+        "_given",
+        "_history",
         "_last_turn",
         "_messages",
         "_on_append",
         "_open",
+        "_scope",
         "events",
         "header",
         "writing",
@@ -126,32 +140,44 @@ class Session:
     def __init__(
         self,
         header: SessionHeader,
-        events: list[SessionEvent] | None = None,
+        events: Sequence[SessionEvent] | None = None,
         on_append: Callable[[Session, SessionEvent], None] | None = None,
     ) -> None:
         self.header = header
-        self.events: list[SessionEvent] = events if events is not None else []
-        for seq, event in enumerate(self.events):
-            if event.seq != seq:
-                raise SessionError(
-                    f'session "{header.id}" log is not contiguous: event {seq} has seq {event.seq}'
-                )
+        if isinstance(events, EventLog):
+            self.events = events
+        else:
+            given = events if type(events) is list else list(events or ())
+            for seq, event in enumerate(given):
+                if event.seq != seq:
+                    raise SessionError(
+                        f'session "{header.id}" log is not contiguous: event {seq} has seq '
+                        f"{event.seq}"
+                    )
+            self.events = EventLog(given)
         self._on_append = on_append
+        #: The listeners of ``session/event`` (the store sets it): a chunk's event is
+        #: built only when one of them would hear it.
+        self._audience: Event | None = None
+        #: The scope key of the context that entered the session into the store (its
+        #: agent): the store publishes the session's events with ``scope=`` it.
+        self._scope: object = None
         #: The event types plugins declared (set by the store while the session is in it).
         self._declared = _NONE_DECLARED
         #: Work appending to this session now (the agent loop holds it for each turn):
         #: whoever persists the session waits for it before letting go of the session.
         self.writing = InFlight()
         # The history of the turns that ended, and the messages of the turn in progress
-        # (None outside a turn): see derive_messages.
+        # (None outside a turn); the rows read so far; messages appenders handed over
+        # (by seq) so the history need not decode them; the history as last built.
         self._messages: list[Message] = []
         self._open: list[Message] | None = None
         self._answered = False
         self._derived = 0
+        self._given: dict[int, Message] = {}
+        self._history: tuple[Message, ...] | None = None
         self._last_turn = 0
-        for event in self.events:
-            if event.type == "turn/start":
-                self._last_turn = event.data["turn"]
+        self._advance()
 
     @property
     def id(self) -> str:
@@ -160,7 +186,9 @@ class Session:
     def __repr__(self) -> str:
         return f"<Session {self.id!r} ({len(self.events)} events)>"
 
-    def append(self, type: str, data: Mapping[str, Any]) -> SessionEvent:
+    def append(
+        self, type: str, data: Mapping[str, Any], *, message: Message | None = None
+    ) -> SessionEvent:
         """Record one event and publish it; returns the event.
 
         ``data`` must be JSON-compatible and is kept as given (do not mutate it
@@ -168,17 +196,107 @@ class Session:
         declared by a plugin (``sessions.declare_event_types``, while the session is in
         the store) raises :class:`SessionError` and records nothing. An error of a
         ``session/event`` listener propagates after the event is recorded.
+
+        ``message``: for a ``user/message`` or ``assistant/message``, the
+        :class:`~dsh_llm.Message` that ``data["message"]`` encodes, when the caller has
+        it; the history takes it as it is instead of decoding ``data["message"]``.
         """
         if type not in EVENT_TYPES and type not in self._declared:
             known = ", ".join(sorted({*EVENT_TYPES, *self._declared}))
             raise SessionError(f'unknown session event type "{type}"; known types: {known}')
-        event = SessionEvent(len(self.events), type, time.time(), data)
-        self.events.append(event)
+        log = self.events
+        seq = log._len
+        event = SessionEvent(seq, type, time.time(), data)
+        run = log._last_run()
+        if run is not None:  # an event after a run of chunks closes it
+            run.close()
+            if message is not None and type == "assistant/message":
+                # The step's deltas and its answer hold the same text: keep it once.
+                run.share(_texts(message))
+        log._rows.append(event)
+        log._len = seq + 1
         if type == "turn/start":
             self._last_turn = data["turn"]
-        if self._on_append is not None:
-            self._on_append(self, event)
+        if message is not None:
+            given = self._given
+            if len(given) >= _GIVEN_MAX:  # nobody derives this session's history
+                given.clear()
+            given[seq] = message
+        on_append = self._on_append
+        if on_append is not None:
+            audience = self._audience
+            if audience is None or audience.heard(self._scope):
+                on_append(self, event)
         return event
+
+    def append_chunk(self, turn: int, step: int, chunk: Chunk) -> None:
+        """Record one chunk of the stream of ``(turn, step)``: an ``assistant/chunk``
+        event with data ``{turn, step, chunk: chunk_to_json(chunk)}``, kept packed
+        with the other chunks of the step (see :class:`EventLog`).
+
+        While the session is in the store the event is published as ``session/event``
+        like any other, when a listener would hear it; its ``time`` is the one the log
+        keeps (to the millisecond within the step). Raises :class:`SessionError` for
+        an object that is not a ``dsh_llm`` chunk, recording nothing.
+        """
+        if not isinstance(chunk, _CHUNK_TYPES):
+            raise SessionError(f"append_chunk() takes a dsh_llm chunk, got {chunk!r}")
+        log = self.events
+        seq = log._len
+        when = log._add_chunk(turn, step, chunk, time.time())
+        on_append = self._on_append
+        if on_append is None:
+            return
+        audience = self._audience
+        if audience is not None and not audience.heard(self._scope):
+            return
+        data = {"turn": turn, "step": step, "chunk": chunk_to_json(chunk)}
+        on_append(self, SessionEvent(seq, "assistant/chunk", when, data))
+
+    def _advance(self) -> None:
+        """Fold the rows appended since the last call into the history."""
+        rows = self.events._rows
+        count = len(rows)
+        if self._derived == count:
+            return
+        given = self._given
+        for i in range(self._derived, count):
+            event = rows[i]
+            if builtins.type(event) is ChunkRun:
+                continue
+            kind = event.type  # type: ignore[union-attr]  # a plain event
+            if kind == "turn/start":
+                self._open = []
+                self._answered = False
+                self._last_turn = event.data["turn"]  # type: ignore[union-attr]
+            elif kind == "turn/end":
+                if self._open is not None and (
+                    self._answered or event.data["reason"]["kind"] == "completed"  # type: ignore[union-attr]
+                ):
+                    self._messages.extend(self._open)
+                self._open = None
+            else:
+                message = given.pop(event.seq, None) if given and kind in _MESSAGES else None  # type: ignore[union-attr]
+                if message is None:
+                    message = _message_of(event)  # type: ignore[arg-type]  # a plain event
+                if message is None or (kind == "assistant/message" and not message.content):
+                    continue
+                if self._open is None:  # recorded outside a turn
+                    self._messages.append(message)
+                else:
+                    self._open.append(message)
+                    self._answered = self._answered or message.role == "assistant"
+        self._derived = count
+        self._history = None
+
+    def history(self) -> tuple[Message, ...]:
+        """The model-facing history as a tuple (the one :meth:`derive_messages`
+        describes), the same object until an event changes it."""
+        self._advance()
+        history = self._history
+        if history is None:
+            history = self._history = (*self._messages, *(self._open or ()))
+        return history
 
     def derive_messages(self) -> list[Message]:
         """The model-facing history (a fresh list): user messages, assistant messages
@@ -192,49 +310,45 @@ class Session:
         every step that completed and the interrupted text of the one that broke. The
         log keeps everything either way.
 
-        Incremental: each call reads only the events appended since the last one.
+        Incremental: the history of the events a session starts with is derived when
+        it is made, and each call reads only the events appended since the last one
+        (a message handed to :meth:`append` is taken as it is, not decoded again).
         """
-        events = self.events
-        for event in events[self._derived :]:
-            kind = event.type
-            if kind == "turn/start":
-                self._open = []
-                self._answered = False
-            elif kind == "turn/end":
-                if self._open is not None and (
-                    self._answered or event.data["reason"]["kind"] == "completed"
-                ):
-                    self._messages.extend(self._open)
-                self._open = None
-            else:
-                message = _message_of(event)
-                if message is None:
-                    continue
-                if self._open is None:  # recorded outside a turn
-                    self._messages.append(message)
-                else:
-                    self._open.append(message)
-                    self._answered = self._answered or message.role == "assistant"
-        self._derived = len(events)
-        if self._open:
-            return [*self._messages, *self._open]
-        return list(self._messages)
+        return list(self.history())
+
+    def _plain(self, start: int = 0) -> Iterator[SessionEvent]:
+        """The plain events (not the packed chunks) from row ``start`` on."""
+        rows = self.events._rows
+        for i in range(start, len(rows)):
+            row = rows[i]
+            if builtins.type(row) is not ChunkRun:
+                yield row  # type: ignore[misc]  # a plain event
+
+    def _turn_start_row(self, turn: int) -> int | None:
+        """The row of the last ``turn/start`` of ``turn``."""
+        rows = self.events._rows
+        for i in range(len(rows) - 1, -1, -1):
+            row = rows[i]
+            if (
+                builtins.type(row) is not ChunkRun
+                and row.type == "turn/start"  # type: ignore[union-attr]
+                and row.data["turn"] == turn  # type: ignore[union-attr]
+            ):
+                return i
+        return None
 
     def unanswered(self, turn: int) -> list[Message]:
         """The user messages of ``turn`` that the history leaves out: those of a turn
         that ended without completing before the model produced anything (empty for
         a turn that completed, got output, or has not ended)."""
-        start = next(
-            (e.seq for e in self.events if e.type == "turn/start" and e.data["turn"] == turn),
-            None,
-        )
+        start = self._turn_start_row(turn)
         reason = self.turn_end(turn)
         if start is None or reason is None or reason["kind"] == "completed":
             return []
         users: list[Message] = []
-        for event in itertools.takewhile(lambda e: e.type != "turn/end", self.events[start:]):
+        for event in itertools.takewhile(lambda e: e.type != "turn/end", self._plain(start)):
             message = _message_of(event)
-            if message is not None and message.role == "assistant":
+            if message is not None and message.role == "assistant" and message.content:
                 return []
             if message is not None and message.role == "user":
                 users.append(message)
@@ -246,9 +360,13 @@ class Session:
 
     def turn_end(self, turn: int) -> Mapping[str, Any] | None:
         """The ``reason`` of turn ``turn``'s end, or None while it is open (or unknown)."""
-        for event in reversed(self.events):
-            if event.type == "turn/end" and event.data["turn"] == turn:
-                reason: Mapping[str, Any] = event.data["reason"]
+        for row in reversed(self.events._rows):
+            if (
+                builtins.type(row) is not ChunkRun
+                and row.type == "turn/end"  # type: ignore[union-attr]
+                and row.data["turn"] == turn  # type: ignore[union-attr]
+            ):
+                reason: Mapping[str, Any] = row.data["reason"]  # type: ignore[union-attr]
                 return reason
         return None
 
@@ -264,12 +382,13 @@ class Session:
         turn = self._last_turn
         if turn == 0 or self.turn_end(turn) is not None:
             return False
-        start = max(e.seq for e in self.events if e.type == "turn/start" and e.data["turn"] == turn)
+        start = self._turn_start_row(turn)
+        assert start is not None  # _last_turn is the turn of a turn/start
         step = 0
         step_open = False
         # call id -> (step, name, whether its tool/call was logged), in model order.
         unanswered: dict[str, tuple[int, str, bool]] = {}
-        for event in self.events[start:]:
+        for event in self._plain(start):
             data = event.data
             if event.type == "step/start":
                 step, step_open = data["step"], True
@@ -301,15 +420,33 @@ class Session:
         return True
 
 
+def _texts(message: Message) -> list[str]:
+    """The strings of ``message``'s blocks a model stream builds from deltas."""
+    return [
+        block.arguments if isinstance(block, ToolCallBlock) else getattr(block, "text", "")
+        for block in message.content
+    ]
+
+
 def _message_of(event: SessionEvent) -> Message | None:
     kind = event.type
     if kind == "user/message":
         return Message.from_json(event.data["message"])
     if kind == "assistant/message":
-        message = Message.from_json(event.data["message"])
-        return message if message.content else None
+        return Message.from_json(event.data["message"])
     if kind == "tool/result":
         data = event.data
         block = ToolResultBlock(data["call_id"], data["content"], data["is_error"])
         return Message("tool", (block,))
     return None
+
+
+def message_of(event: SessionEvent) -> Message | None:
+    """The history message one event contributes, or None: a ``user/message``'s
+    message, an ``assistant/message``'s unless its content is empty, a ``tool`` message
+    for a ``tool/result``; other types contribute nothing. Which turns' messages the
+    history keeps is :meth:`Session.derive_messages`'s rule."""
+    message = _message_of(event)
+    if message is not None and message.role == "assistant" and not message.content:
+        return None
+    return message

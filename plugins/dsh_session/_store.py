@@ -9,9 +9,12 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from dsh import Context, Disposer, Service, hookspec
+from dsh_llm import Usage
 
+from ._event import SessionError, SessionEvent
+from ._packed import EventLog
 from ._persistence import Lease, SessionInUseError, check_session_id
-from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionError, SessionEvent, SessionHeader
+from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionHeader
 
 __all__ = ["SessionSpecs", "Sessions", "StoredSession"]
 
@@ -40,6 +43,14 @@ class StoredSession(Protocol):
     @property
     def error(self) -> str | None:
         """Set when the stored session cannot be read (other fields may be empty)."""
+
+    @property
+    def title(self) -> str | None:
+        """The text of the first user message (a backend may cut it), None before any."""
+
+    @property
+    def usage(self) -> Usage | None:
+        """The tokens of the session's model steps summed, None when none recorded any."""
 
 
 class SessionSpecs:
@@ -92,12 +103,15 @@ class Sessions(Service):
 
     def __init__(self, ctx: Context, config: Any) -> None:
         super().__init__(ctx, config)
+        self._bus = ctx.events
         self._live: dict[str, Session] = {}
         #: Event types plugins declared, with how many declarations hold each.
         self._declared: dict[str, int] = {}
 
     def _publish(self, session: Session, event: SessionEvent) -> None:
-        self.home_ctx.emit("session/event", session, event)
+        # Scoped to the session's owner: a listener registered through another agent's
+        # context is not reached (the bus finds the scope's listeners by index).
+        self._bus.emit("session/event", (session, event), session._scope)
 
     def prepare(
         self,
@@ -118,20 +132,27 @@ class Sessions(Service):
         if sid in self._live:
             raise SessionError(f'session "{sid}" already exists')
 
+        scope = self.ctx.scope
+
         def body() -> Iterator[Callable[[], None]]:
             self._live[sid] = session
             session._on_append = self._publish
             session._declared = self._declared
+            session._scope = scope
+            session._audience = self._bus.event("session/event")
             yield functools.partial(self._drop, session)
-            self.home_ctx.emit("session/created", session)
+            self.home_ctx.emit("session/created", session, scope=scope)
 
         return self.ctx.effect(body, label=f"session {sid}")
 
     def _drop(self, session: Session) -> None:
         del self._live[session.id]
+        scope = session._scope
         session._on_append = None
         session._declared = frozenset()
-        self.home_ctx.emit("session/disposed", session)
+        session._scope = None
+        session._audience = None
+        self.home_ctx.emit("session/disposed", session, scope=scope)
 
     def declare_event_types(self, *types: str) -> Disposer:
         """Let the sessions of this store record events of ``types`` while the calling
@@ -210,7 +231,9 @@ class Sessions(Service):
             raise SessionError(
                 f'a session/open listener answered "{session_id}" with the header {header!r}'
             )
-        return Session(header, list(events))
+        if not isinstance(events, EventLog):
+            events = list(events)  # the backend's list stays the backend's
+        return Session(header, events)
 
     async def resume(self, session_id: str) -> Session:
         """:meth:`load`, then hold the session in the store while the calling plugin
@@ -267,13 +290,43 @@ class Sessions(Service):
             raise SessionError(
                 f'a session/snapshot listener answered "{session_id}" with the header {header!r}'
             )
-        return Session(header, list(events))
+        if not isinstance(events, EventLog):
+            events = list(events)  # the backend's list stays the backend's
+        return Session(header, events)
 
     def stored(self) -> list[StoredSession]:
         """Every session the persistence backends store, most recent first."""
         found: list[StoredSession] = []
         self.home_ctx.emit("session/list", found)
         return sorted(found, key=lambda s: -(s.last_activity or 0.0))
+
+    def find(self, prefix: str) -> StoredSession:
+        """The stored session whose id is ``prefix``, else the only one whose id starts
+        with it (what ``dsh run --resume`` takes).
+
+        Raises :class:`SessionError` for an empty ``prefix``, when no stored id starts
+        with it, and when several do (naming them).
+        """
+        if not prefix:
+            raise SessionError("a session id (or the start of one) cannot be empty")
+        stored = self.stored()
+        for item in stored:
+            if item.id == prefix:
+                return item
+        matches = sorted(item.id for item in stored if item.id.startswith(prefix))
+        if not matches:
+            raise SessionError(f'no stored session "{prefix}" (dsh sessions lists them)')
+        if len(matches) > 1:
+            raise SessionError(
+                f'the session id prefix "{prefix}" is ambiguous: it starts '
+                f"{', '.join(matches)}; give more of the id"
+            )
+        return next(item for item in stored if item.id == matches[0])
+
+    def newest(self) -> StoredSession | None:
+        """The readable stored session with the latest activity (what ``dsh run
+        --continue`` resumes), or None when there is none."""
+        return next((item for item in self.stored() if item.error is None), None)
 
     def get(self, session_id: str) -> Session | None:
         """The live session ``session_id``, or None."""

@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsh_session import (
+    CHUNKS_ROW,
     DURABLE_EVENTS,
     EVENT_TYPES,
     SESSION_ID,
+    ChunkRun,
+    EventLog,
     InvalidRecord,
     LogDamage,
     SessionCorruptError,
@@ -29,6 +32,7 @@ __all__ = [
     "DURABLE_EVENTS",
     "FILE_NAME",
     "FORMAT_VERSION",
+    "READ_VERSIONS",
     "SESSION_ID",
     "InvalidRecord",
     "Parsed",
@@ -38,12 +42,16 @@ __all__ = [
     "parse_event",
     "parse_header",
     "parse_log",
+    "parse_record",
 ]
 
 #: The log of a session, inside ``<root>/<session id>/``.
 FILE_NAME = "session.jsonl"
-#: The ``version`` field of the header line.
-FORMAT_VERSION = 1
+#: The ``version`` field of the header line of a new file: 2 stores the chunks of each
+#: step as packed ``assistant/chunks`` rows; 1 has one row per chunk.
+FORMAT_VERSION = 2
+#: The versions this dsh reads (a version-1 file it appends to stays version 1).
+READ_VERSIONS = (1, 2)
 
 
 def encode(record: Mapping[str, Any]) -> bytes:
@@ -71,13 +79,23 @@ def _decode(line: bytes) -> object:
         return InvalidRecord(f"not JSON ({exc})")
 
 
-def parse_event(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent:
-    """The event a line holds; raises :class:`InvalidRecord` saying what is wrong.
+def parse_record(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent | ChunkRun:
+    """The event, or the packed run of chunks (an ``assistant/chunks`` row), a line
+    holds; raises :class:`InvalidRecord` saying what is wrong.
 
     ``known`` is the set of event types accepted: the built-in ones, and those the
     plugins of the running deployment declared (``sessions.event_types()``).
     """
     return check_event(_decode(line), known)
+
+
+def parse_event(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent:
+    """The event a line holds; raises :class:`InvalidRecord` saying what is wrong (a
+    packed row of chunks, too: read those with :func:`parse_record`)."""
+    record = parse_record(line, known)
+    if isinstance(record, ChunkRun):
+        raise InvalidRecord(f'"{CHUNKS_ROW}" record: a packed row, not one event')
+    return record
 
 
 def parse_header(line: bytes, path: str, session_id: str) -> SessionHeader:
@@ -89,9 +107,10 @@ def parse_header(line: bytes, path: str, session_id: str) -> SessionHeader:
     if not isinstance(record, dict) or record.get("type") != "session":
         raise SessionCorruptError('line 1 is not a session header ("type": "session")', path, 1)
     version = record.get("version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version not in READ_VERSIONS:
+        readable = " and ".join(map(str, READ_VERSIONS))
         raise SessionCorruptError(
-            f"unsupported format version {version!r} (this dsh reads version {FORMAT_VERSION})",
+            f"unsupported format version {version!r} (this dsh reads versions {readable})",
             path,
             1,
         )
@@ -120,9 +139,17 @@ class Parsed:
     """A parsed log: the good prefix (``length`` bytes) and what was dropped past it."""
 
     header: SessionHeader
-    events: list[SessionEvent]
+    events: EventLog
     length: int
     notes: list[str] = field(default_factory=list)
+    #: The header's format version.
+    version: int = FORMAT_VERSION
+
+
+def header_version(line: bytes) -> int:
+    """The version of a header line :func:`parse_header` accepted."""
+    version: int = json.loads(line)["version"]
+    return version
 
 
 def parse_log(
@@ -143,17 +170,18 @@ def parse_log(
     if not lines:
         raise SessionCorruptError("the file has no complete header line", path, 1)
     header = parse_header(lines[0], path, session_id)
+    version = header_version(lines[0])
     body = lines[1:]
     try:
         checked = check_log(map(_decode, body), known, lambda index: f"line {index + 2}")
     except LogDamage as exc:
         raise SessionCorruptError(exc.problem, path, exc.index + 2) from None
     if checked.bad is None:
-        return Parsed(header, checked.events, end, notes)
+        return Parsed(header, checked.events, end, notes, version)
     index, problem = checked.bad
     notes.append(
         f"{path}:{index + 2}: {problem}; dropped it and the {len(body) - index - 1} line(s) "
         "after it (the tail of the last turn; the store closes that turn as interrupted)"
     )
     offset = len(lines[0]) + 1 + sum(len(line) + 1 for line in body[:index])
-    return Parsed(header, checked.events, offset, notes)
+    return Parsed(header, checked.events, offset, notes, version)

@@ -7,13 +7,20 @@ from pathlib import Path
 from typing import BinaryIO
 
 from dsh import DshError
-from dsh_session import SessionEvent, SessionReadError, SessionSummary, recent_first
+from dsh_llm import LlmFormatError, Message, Usage, add_usage
+from dsh_session import ChunkRun, SessionEvent, SessionReadError, SessionSummary, recent_first
 
-from ._format import FILE_NAME, SESSION_ID, InvalidRecord, parse_event, parse_header
+from ._format import FILE_NAME, SESSION_ID, InvalidRecord, parse_event, parse_header, parse_record
 
-__all__ = ["SessionSummary", "list_sessions"]
+__all__ = ["TITLE_CHARS", "SessionSummary", "list_sessions"]
 
 _TAIL = 1 << 16
+#: The forward scan parses only the lines that name these (the records it reads).
+_USER = b'"user/message"'
+_ASSISTANT = b'"assistant/message"'
+_USAGE = b'"usage"'
+#: The longest title kept (``dsh sessions`` shortens it further).
+TITLE_CHARS = 200
 
 
 def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
@@ -27,12 +34,44 @@ def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
             del lines[0]  # may begin mid-line
         for line in reversed(lines):
             try:
-                return parse_event(line)
+                record = parse_record(line)
             except InvalidRecord:
                 continue
+            if isinstance(record, ChunkRun):  # a packed row: its last chunk
+                return record.member(len(record) - 1)
+            return record
         if low == start:
             return None
         block *= 4
+
+
+def _scan(file: BinaryIO, start: int, size: int) -> tuple[str | None, Usage | None]:
+    """The title and the summed usage of the records between ``start`` and ``size``,
+    reading forward; lines that do not parse are skipped."""
+    file.seek(start)
+    title: str | None = None
+    usage: Usage | None = None
+    position = start
+    for line in file:
+        position += len(line)
+        if position > size:
+            break
+        if not ((title is None and _USER in line) or (_ASSISTANT in line and _USAGE in line)):
+            continue
+        try:
+            event = parse_event(line)
+        except InvalidRecord:
+            continue
+        data = event.data
+        if event.type == "user/message" and title is None:
+            title = Message.from_json(data["message"]).text[:TITLE_CHARS]
+        elif event.type == "assistant/message" and "usage" in data:
+            try:
+                more = Usage.from_json(data["usage"])
+            except LlmFormatError:
+                continue
+            usage = more if usage is None else add_usage(usage, more)
+    return title, usage
 
 
 def _summarize(session_id: str, path: Path) -> SessionSummary | None:
@@ -44,12 +83,14 @@ def _summarize(session_id: str, path: Path) -> SessionSummary | None:
             if not first.endswith(b"\n"):
                 return SessionSummary(session_id, path, error=f"{path}:1: no complete header")
             header = parse_header(first, str(path), session_id)
-            last = _last_event(file, len(first), os.fstat(file.fileno()).st_size)
+            size = os.fstat(file.fileno()).st_size
+            last = _last_event(file, len(first), size)
+            title, usage = _scan(file, len(first), size)
     except FileNotFoundError:
         return None
     except (OSError, DshError) as exc:
         return SessionSummary(session_id, path, error=str(exc))
-    return SessionSummary.of(path, header, last)
+    return SessionSummary.of(path, header, last, title=title, usage=usage)
 
 
 def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:

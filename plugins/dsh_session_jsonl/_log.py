@@ -16,7 +16,14 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh_session import EVENT_TYPES, SessionEvent, SessionFencedError, SessionHeader
+from dsh_session import (
+    EVENT_TYPES,
+    ChunkRun,
+    EventLog,
+    SessionEvent,
+    SessionFencedError,
+    SessionHeader,
+)
 
 from ._errors import (
     SessionDataError,
@@ -25,7 +32,7 @@ from ._errors import (
     SessionReadError,
     SessionWriteError,
 )
-from ._format import DURABLE_EVENTS, FILE_NAME, encode, encode_header, parse_log
+from ._format import DURABLE_EVENTS, FILE_NAME, FORMAT_VERSION, encode, encode_header, parse_log
 from ._lease import LeaseFile
 
 __all__ = [
@@ -121,9 +128,11 @@ class Loaded:
     """A stored session, its damaged tail cut (``length`` = its file's size now)."""
 
     header: SessionHeader
-    events: list[SessionEvent]
+    events: EventLog
     length: int
     notes: list[str]
+    #: The file's format version (a version-1 file is appended to in version 1).
+    version: int = FORMAT_VERSION
 
 
 def load_session(
@@ -152,12 +161,12 @@ def load_session(
             _cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
     finally:
         os.close(fd)
-    return Loaded(parsed.header, parsed.events, parsed.length, parsed.notes)
+    return Loaded(parsed.header, parsed.events, parsed.length, parsed.notes, parsed.version)
 
 
 def read_snapshot(
     directory: Path, session_id: str, known: AbstractSet[str] = EVENT_TYPES
-) -> tuple[SessionHeader, list[SessionEvent]] | None:
+) -> tuple[SessionHeader, EventLog] | None:
     """``<directory>/session.jsonl`` as written now, read without a lock and changing
     nothing (a damaged or half-written tail left out); None when absent."""
     path = directory / FILE_NAME
@@ -175,10 +184,13 @@ class SessionLog:
     """The file of one live session.
 
     Records are encoded as they are appended and kept in a buffer; a durable record
-    (``DURABLE_EVENTS``) writes the buffer and itself, then fsyncs. The file is created
-    by the first write (header first, published by a hard link so it never exists
-    without its header). A failed write cuts the file back to its last good length and
-    keeps the records buffered, so the next commit writes them again without a gap.
+    (``DURABLE_EVENTS``) writes the buffer and itself, then fsyncs. The chunks of a
+    step wait in the buffer as their session's :class:`~dsh_session.ChunkRun` and are
+    written as one packed row (``packs``; a version-1 file gets a row per chunk). The
+    file is created by the first write (header first, published by a hard link so it
+    never exists without its header). A failed write cuts the file back to its last
+    good length and keeps the records buffered, so the next commit writes them again
+    without a gap.
 
     With ``lease`` (the lease file of a lease this process took) every write happens
     under the lease's lock once its epoch is checked (``LeaseFile.guard``), and the
@@ -193,6 +205,7 @@ class SessionLog:
         fsync: bool,
         fd: int | None = None,
         length: int = 0,
+        packs: bool = True,
         lease: LeaseFile | None = None,
     ) -> None:
         self.directory = directory
@@ -206,9 +219,11 @@ class SessionLog:
                 f"is not JSON ({exc})"
             ) from exc
         self.fsync = fsync
+        #: Whether runs of chunks are written as packed rows (format version 2).
+        self.packs = packs
         self._fd = fd
         self._length = length
-        self._pending: list[bytes] = []
+        self._pending: list[bytes | ChunkRun] = []
         self._dirty = False  # a rollback failed: the file may be longer than _length
         self._unsynced_dirs: list[Path] = []
         self._broken: str | None = None
@@ -228,23 +243,65 @@ class SessionLog:
         return len(self._pending)
 
     def add(self, events: Sequence[SessionEvent]) -> None:
-        """Buffer ``events``; write and sync at once when one of them is durable."""
+        """Buffer ``events``; write and sync at once when one of them is durable.
+
+        An :class:`~dsh_session.EventLog` is taken row by row: its runs of chunks stay
+        packed (with :attr:`packs`)."""
+        rows: Sequence[SessionEvent | ChunkRun] = (
+            events.rows() if isinstance(events, EventLog) and self.packs else events
+        )
         durable = False
-        for event in events:
-            if self._broken is not None:
-                raise SessionDataError(self._broken)
-            try:
-                line = encode(event.to_json())
-            except (TypeError, ValueError) as exc:
-                self._broken = (
-                    f'session "{self.header.id}" cannot be persisted past seq {event.seq}: '
-                    f'its "{event.type}" event carries data that is not JSON ({exc})'
-                )
-                raise SessionDataError(self._broken) from exc
-            self._pending.append(line)
-            durable = durable or event.type in DURABLE_EVENTS
+        for row in rows:
+            if isinstance(row, ChunkRun):
+                self._pending.append(row)
+                continue
+            self._encode(row)
+            durable = durable or row.type in DURABLE_EVENTS
         if durable:
             self.flush()
+
+    def add_chunk(self, run: ChunkRun, event: SessionEvent) -> None:
+        """Buffer ``event``, a chunk of ``run``: the run is written packed when this
+        log saw its first chunk (with :attr:`packs`), else the chunk gets its own row."""
+        if self._pending and self._pending[-1] is run:
+            return  # the whole run is buffered already
+        if self.packs and event.seq == run.seq0:
+            self._pending.append(run)
+        else:
+            self._encode(event)
+
+    def _encode(self, event: SessionEvent) -> None:
+        if self._broken is not None:
+            raise SessionDataError(self._broken)
+        try:
+            line = encode(event.to_json())
+        except (TypeError, ValueError) as exc:
+            self._broken = (
+                f'session "{self.header.id}" cannot be persisted past seq {event.seq}: '
+                f'its "{event.type}" event carries data that is not JSON ({exc})'
+            )
+            raise SessionDataError(self._broken) from exc
+        self._pending.append(line)
+
+    def _lines(self) -> bytes:
+        """The buffer as bytes: each buffered run is closed (the session's next chunk
+        starts a new one) and becomes its packed row."""
+        pending = self._pending
+        for i, item in enumerate(pending):
+            if isinstance(item, ChunkRun):
+                if self._broken is not None:
+                    raise SessionDataError(self._broken)
+                item.close()
+                try:
+                    pending[i] = encode(item.to_json())
+                except (TypeError, ValueError) as exc:
+                    self._broken = (
+                        f'session "{self.header.id}" cannot be persisted past seq '
+                        f"{item.seq0}: a chunk of turn {item.turn}, step {item.step} "
+                        f"carries data that is not JSON ({exc})"
+                    )
+                    raise SessionDataError(self._broken) from exc
+        return b"".join(pending)  # type: ignore[arg-type]  # every run was encoded
 
     def flush(self) -> None:
         """Write the buffered records and sync them (with ``fsync``)."""
@@ -252,14 +309,14 @@ class SessionLog:
             self._sync_dirs()
         if not self._pending:
             return
+        data = self._lines()
         if self.lease is None:
-            self._write_pending()
+            self._write(data)
             return
         with self.lease.guard():
-            self._write_pending()
+            self._write(data)
 
-    def _write_pending(self) -> None:
-        data = b"".join(self._pending)
+    def _write(self, data: bytes) -> None:
         if self._fd is None:
             self._create(data)
             return
@@ -351,7 +408,7 @@ class SessionLog:
         """Write what is buffered (errors are logged) and close the file."""
         try:
             self.flush()
-        except (SessionWriteError, SessionExistsError) as exc:
+        except (SessionWriteError, SessionExistsError, SessionDataError) as exc:
             _log.error("session %r: records lost when closing: %s", self.header.id, exc)
         except SessionFencedError as exc:
             _log.warning("%s (%d buffered record(s) dropped)", exc, len(self._pending))
@@ -370,10 +427,11 @@ def reopen(
     length: int,
     *,
     fsync: bool,
+    version: int,
     lease: LeaseFile | None = None,
 ) -> SessionLog:
-    """The log of a session :func:`load_session` just loaded (``length`` bytes long),
-    held by the writer of ``lease`` when given."""
+    """The log of a session :func:`load_session` just loaded (``length`` bytes long,
+    format ``version``), held by the writer of ``lease`` when given."""
     path = directory / FILE_NAME
     fd = _open_locked(path, shared=lease is not None)
     if fd is None or os.fstat(fd).st_size != length:
@@ -382,7 +440,9 @@ def reopen(
         raise SessionInUseError(
             f"session file {path} changed after it was loaded (another process wrote it?)"
         )
-    return SessionLog(directory, header, fsync=fsync, fd=fd, length=length, lease=lease)
+    return SessionLog(
+        directory, header, fsync=fsync, fd=fd, length=length, packs=version >= 2, lease=lease
+    )
 
 
 def attach(
@@ -413,7 +473,14 @@ def attach(
             )
         if parsed.length < len(raw):
             _cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
-        log = SessionLog(directory, header, fsync=fsync, fd=fd, length=parsed.length)
+        log = SessionLog(
+            directory,
+            header,
+            fsync=fsync,
+            fd=fd,
+            length=parsed.length,
+            packs=parsed.version >= 2,
+        )
     except BaseException:
         os.close(fd)
         raise

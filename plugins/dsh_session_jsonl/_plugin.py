@@ -5,14 +5,14 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh import Context, Plugin
-from dsh_session import Lease, Session, SessionEvent, SessionHeader, StoredSession
+from dsh_session import EventLog, Lease, Session, SessionEvent, SessionHeader, StoredSession
 
 from ._errors import SessionExistsError, SessionInUseError
 from ._format import FILE_NAME, check_session_id
@@ -53,8 +53,9 @@ class JsonlSessions(Plugin):
         self.root: Path = Path(config.root).expanduser().absolute()
         self._fsync = config.fsync
         self._logs: dict[str, SessionLog] = {}
-        # Sessions loaded by ``session/open`` that the store has not adopted yet.
-        self._loaded: dict[str, tuple[SessionHeader, int]] = {}
+        # Sessions loaded by ``session/open`` that the store has not adopted yet: the
+        # header, the file's length and its format version.
+        self._loaded: dict[str, tuple[SessionHeader, int, int]] = {}
         # Leases taken for the next writer of a session (consumed when it goes live).
         self._leases: dict[str, LeaseFile] = {}
 
@@ -102,7 +103,12 @@ class JsonlSessions(Plugin):
         loaded = self._loaded.pop(session.id, None)
         if loaded is not None and loaded[0] is session.header:
             self._logs[session.id] = reopen(
-                directory, session.header, loaded[1], fsync=self._fsync, lease=lease
+                directory,
+                session.header,
+                loaded[1],
+                fsync=self._fsync,
+                version=loaded[2],
+                lease=lease,
             )
             return
         if (directory / FILE_NAME).exists():
@@ -118,10 +124,15 @@ class JsonlSessions(Plugin):
         log = self._logs.get(session.id)
         if log is None:  # a session that went live without session/created reaching us
             self._attach(session, session.events)
-        else:
-            log.add((event,))
+            return
+        if event.type == "assistant/chunk":
+            run = session.events.run_at(event.seq)
+            if run is not None:  # a packed chunk: its run is written when committed
+                log.add_chunk(run, event)
+                return
+        log.add((event,))
 
-    def _attach(self, session: Session, events: list[SessionEvent]) -> None:
+    def _attach(self, session: Session, events: Sequence[SessionEvent]) -> None:
         log, missing = attach(
             self._directory(session.id),
             session.header,
@@ -137,7 +148,7 @@ class JsonlSessions(Plugin):
         if log is not None:
             log.close()
 
-    async def _open(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]] | None:
+    async def _open(self, session_id: str) -> tuple[SessionHeader, EventLog] | None:
         directory = self._directory(session_id)
         if session_id in self._logs:
             raise SessionInUseError(f'session "{session_id}" is live in this process')
@@ -154,7 +165,7 @@ class JsonlSessions(Plugin):
             return None
         for note in loaded.notes:
             _log.warning("%s", note)
-        self._loaded[session_id] = (loaded.header, loaded.length)
+        self._loaded[session_id] = (loaded.header, loaded.length, loaded.version)
         return loaded.header, loaded.events
 
     def _stored(self, found: list[StoredSession]) -> None:
@@ -174,7 +185,7 @@ class JsonlSessions(Plugin):
         self._leases[session_id] = file
         return lease
 
-    async def _snapshot(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]] | None:
+    async def _snapshot(self, session_id: str) -> tuple[SessionHeader, EventLog] | None:
         read = functools.partial(
             read_snapshot, self._directory(session_id), session_id, self.ctx.sessions.event_types()
         )

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
+from dsh_llm import LlmFormatError, Message, Usage, add_usage
 from dsh_session import (
     EVENT_TYPES,
     SESSION_ID,
+    ChunkRun,
+    EventLog,
     InvalidRecord,
     SessionCorruptError,
     SessionEvent,
@@ -27,6 +31,10 @@ from ._errors import SessionDatabaseError
 from ._log import read_rows
 
 __all__ = ["list_sessions", "read_session"]
+
+#: The longest title kept (``dsh sessions`` shortens it further), as in session-jsonl.
+TITLE_CHARS = 200
+_ROWS = "SELECT seq, type, time, data FROM events WHERE session = ?"
 
 
 def _reader(path: Path, busy_ms: int) -> sqlite3.Connection | None:
@@ -45,15 +53,46 @@ def _summarize(connection: sqlite3.Connection, path: Path, row: tuple[Any, ...])
         return SessionSummary(session_id, path, error=str(exc))
     last: SessionEvent | None = None
     # Newest first, read lazily: usually the first row is the answer.
-    for event in connection.execute(
-        "SELECT seq, type, time, data FROM events WHERE session = ? ORDER BY seq DESC", (key,)
-    ):
+    for record in connection.execute(f"{_ROWS} ORDER BY seq DESC", (key,)):
         try:
-            last = check_event(decode_event(event))
+            checked = check_event(decode_event(record))
         except InvalidRecord:
             continue
+        # A packed row (session-jsonl's kind, stored here by hand): its last chunk.
+        last = checked.member(len(checked) - 1) if isinstance(checked, ChunkRun) else checked
         break
-    return SessionSummary.of(path, header, last)
+    title, usage = _title_and_usage(connection, key)
+    return SessionSummary.of(path, header, last, title=title, usage=usage)
+
+
+def _events(connection: sqlite3.Connection, key: int, where: str) -> Iterator[SessionEvent]:
+    """The valid event records of session ``key`` matching ``where``, in order."""
+    for record in connection.execute(f"{_ROWS} AND {where} ORDER BY seq", (key,)):
+        try:
+            event = check_event(decode_event(record))
+        except InvalidRecord:
+            continue
+        assert isinstance(event, SessionEvent)  # ``where`` picks a type of event
+        yield event
+
+
+def _title_and_usage(connection: sqlite3.Connection, key: int) -> tuple[str | None, Usage | None]:
+    """The text of the first valid user message, and the usage of every assistant
+    message that has one, summed (what session-jsonl's listing reports)."""
+    title: str | None = None
+    for event in _events(connection, key, "type = 'user/message'"):
+        title = Message.from_json(event.data["message"]).text[:TITLE_CHARS]
+        break
+    usage: Usage | None = None
+    for event in _events(connection, key, "type = 'assistant/message' AND instr(data, 'usage')"):
+        if "usage" not in event.data:
+            continue
+        try:
+            more = Usage.from_json(event.data["usage"])
+        except LlmFormatError:
+            continue
+        usage = more if usage is None else add_usage(usage, more)
+    return title, usage
 
 
 def list_sessions(path: str | os.PathLike[str], *, busy_ms: int = 5000) -> list[SessionSummary]:
@@ -88,7 +127,7 @@ def read_session(
     *,
     known: AbstractSet[str] = EVENT_TYPES,
     busy_ms: int = 5000,
-) -> tuple[SessionHeader, list[SessionEvent]] | None:
+) -> tuple[SessionHeader, EventLog] | None:
     """A snapshot of session ``session_id``: its header and the events committed when
     the read began (one transaction), a damaged tail left out. None when it is not
     stored. Takes no lock and writes nothing, so a live session may be read while its

@@ -19,6 +19,7 @@ from typing import Any
 from dsh_session import (
     DURABLE_EVENTS,
     EVENT_TYPES,
+    EventLog,
     Lease,
     LogDamage,
     SessionCorruptError,
@@ -101,7 +102,7 @@ class Loaded:
 
     header: SessionHeader
     key: int
-    events: list[SessionEvent]
+    events: EventLog
     notes: list[str] = field(default_factory=list)
 
 

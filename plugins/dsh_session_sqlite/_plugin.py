@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dsh import Context, Plugin
 from dsh_session import (
+    EventLog,
     Lease,
     Session,
     SessionEvent,
@@ -120,7 +121,7 @@ class SqliteSessions(Plugin):
         else:
             log.add((event,))
 
-    def _attach(self, session: Session, events: list[SessionEvent]) -> None:
+    def _attach(self, session: Session, events: Sequence[SessionEvent]) -> None:
         check_session_id(session.id)
         log, missing, notes = attach(
             self._db, session.header, events, self.ctx.sessions.event_types()
@@ -135,7 +136,7 @@ class SqliteSessions(Plugin):
         if log is not None:
             log.close()
 
-    async def _open(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]] | None:
+    async def _open(self, session_id: str) -> tuple[SessionHeader, EventLog] | None:
         check_session_id(session_id)
         if session_id in self._logs:
             raise SessionInUseError(f'session "{session_id}" is live in this process')
@@ -168,7 +169,7 @@ class SqliteSessions(Plugin):
         self._leases[session_id] = lease
         return lease
 
-    async def _snapshot(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]] | None:
+    async def _snapshot(self, session_id: str) -> tuple[SessionHeader, EventLog] | None:
         read = functools.partial(
             read_session,
             self.path,

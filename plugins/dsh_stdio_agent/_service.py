@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import functools
+import io
+import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 from anyio.abc import TaskStatus
@@ -19,11 +22,15 @@ from dsh_system_prompt import render_prompt
 
 from ._stdin import read_stdin_key, read_stdin_line
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 __all__ = [
     "CHECKS",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "OUTPUTS",
     "StdioAgent",
     "StdioAgentConfig",
     "StdioAgentError",
@@ -39,13 +46,25 @@ EXIT_FAILED = 1
 #: Ctrl-C: the one-shot turn was cancelled (``aborted``), or Ctrl-C twice in a row.
 EXIT_INTERRUPTED = 130
 
+#: What ``run(output=...)`` accepts: the answer as text, or the turn's session events
+#: as JSON lines.
+OUTPUTS = ("text", "json")
+
 HELP = """\
 Type a message and press Enter to send it to the agent. Commands:
   /help     this help
   /prompt   the system prompt and the tools the agent would get now
+  /compact  summarise the older history now (needs the compaction plugin)
   /exit     quit (so does Ctrl-D, the end of input)
 Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.
 """
+
+
+def default_history_file() -> str:
+    """Where the terminal chat keeps its history by default: ``dsh/history`` in
+    ``$XDG_STATE_HOME``, else in ``~/.local/state``."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join("~", ".local", "state")
+    return os.path.join(state, "dsh", "history")
 
 
 class StdioAgentConfig(BaseModel):
@@ -61,6 +80,21 @@ class StdioAgentConfig(BaseModel):
     show_reasoning: bool = False
     #: How many characters of a tool call's arguments or result one line shows.
     preview_chars: int = Field(default=120, ge=10)
+    #: The terminal chat's history of sent messages (``~`` expands); None keeps none.
+    history_file: str | None = Field(default_factory=default_history_file)
+    #: The terminal chat renders answers as Markdown (plain text when false or when
+    #: the environment sets ``NO_COLOR``).
+    markdown: bool = True
+
+
+def _on_asyncio() -> bool:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio)
+        return False
+    return True
 
 
 class StdioAgentError(DshError, RuntimeError):
@@ -146,7 +180,23 @@ class StdioAgent(Service):
         self.read_line: Callable[[], Awaitable[str]] = read_stdin_line
         self.read_key: Callable[[], Awaitable[str]] | None = None
         self.interactive: bool | None = None
+        self.terminal: bool | None = None
+        self.console: Console | None = None
         self._chat: _Chat | None = None
+
+    def _wants_terminal(self, out: TextIO) -> bool:
+        """Whether a run without a prompt is the terminal chat (see ``terminal``)."""
+        if self.terminal is not None:
+            return self.terminal
+        stdin = sys.stdin
+        return (
+            self.read_line is read_stdin_line
+            and stdin is not None
+            and stdin.isatty()
+            and out.isatty()
+            and os.environ.get("TERM") != "dumb"
+            and _on_asyncio()
+        )
 
     def select_agent(self, agent_id: str | None = None) -> Agent:
         """``agent_id``'s agent, else the configured one, else the only one.
@@ -190,6 +240,9 @@ class StdioAgent(Service):
         agent_id: str | None = None,
         prompt: str | None = None,
         assume_yes: bool = False,
+        model: str | None = None,
+        output: str = "text",
+        show_session: bool = False,
     ) -> int:
         """Talk to the agent until done; returns the exit status.
 
@@ -202,14 +255,29 @@ class StdioAgent(Service):
         While it runs it answers the ``approval`` service's questions (when that
         service is loaded): the REPL asks ``Allow <title>? [y/N]``; a one-shot run
         declines; ``assume_yes`` allows everything without asking.
+
+        ``model`` switches the chosen agent to that model first
+        (``agents.switch_model``). ``output="json"`` writes each session event of the
+        agent's turns to stdout as one JSON line (``SessionEvent.to_json``) instead of
+        the answer's text; it needs a one-shot run or input that is not a terminal.
+        A REPL whose input is not a terminal returns :data:`EXIT_FAILED` when any of
+        its turns failed (``error``, ``blocked``, never ran). Without a terminal REPL,
+        ``show_session`` prints ``session: <id>`` on stderr when the run ends (once the
+        session recorded something). When
+        stdout's reader goes away the turn is cancelled and ``run`` raises
+        :class:`BrokenPipeError` (``dsh run`` exits 141, quietly).
         """
+        if output not in OUTPUTS:
+            raise StdioAgentError(f'unknown output "{output}"; choose one of: {", ".join(OUTPUTS)}')
         if self._chat is not None:
             raise StdioAgentError("this stdio-agent is already running")
         out = sys.stdout if self.stdout is None else self.stdout
         err = sys.stderr if self.stderr is None else self.stderr
         try:
             agent = self.select_agent(agent_id)
-        except StdioAgentError as exc:
+            if model is not None:
+                agent = await self.home_ctx.agents.switch_model(agent.id, model)
+        except DshError as exc:
             err.write(f"{exc}\n")
             err.flush()
             return EXIT_FAILED
@@ -217,7 +285,16 @@ class StdioAgent(Service):
         if interactive is None:
             stdin = sys.stdin
             interactive = self.read_line is read_stdin_line and stdin is not None and stdin.isatty()
-        chat = _Chat(
+        if output == "json" and interactive and prompt is None:
+            err.write("JSON output needs a one-shot run (-p) or input that is not a terminal\n")
+            err.flush()
+            return EXIT_FAILED
+        chat_type = _Chat
+        if prompt is None and output == "text" and self._wants_terminal(out):
+            from ._terminal import TerminalChat  # imports prompt_toolkit and rich
+
+            chat_type = TerminalChat
+        chat = chat_type(
             self,
             agent,
             out,
@@ -226,6 +303,8 @@ class StdioAgent(Service):
             one_shot=prompt is not None,
             assume_yes=assume_yes,
         )
+        chat.json_lines = output == "json"
+        chat.show_session = show_session
         self._chat = chat
         try:
             return await chat.run(prompt)
@@ -261,6 +340,10 @@ class _Chat:
         self.interrupts = 0
         self.scope = anyio.CancelScope()
         self.open: TextIO | None = None  # the stream whose last line is unfinished
+        self.json_lines = False  # stdout gets the session events as JSON lines
+        self.show_session = False  # end with `session: <id>` on stderr (no terminal REPL)
+        self.worst = EXIT_OK  # EXIT_FAILED once a turn failed (no terminal REPL)
+        self.pipe_closed = False  # stdout's reader went away
 
     # -- output ---------------------------------------------------------------------------
 
@@ -293,6 +376,21 @@ class _Chat:
     def show_prompt(self) -> None:
         self.stream(self.out, self.config.prompt)
 
+    def on_session_event(self, session: Session, event: SessionEvent) -> None:
+        """The ``session/event`` listener: :meth:`on_event`, except that stdout's reader
+        going away (``dsh run | head``) ends the run instead of failing the turn."""
+        if self.pipe_closed:
+            return
+        try:
+            self.on_event(session, event)
+        except BrokenPipeError:
+            self.pipe_closed = True
+            if self.open is self.out:
+                self.open = None
+            self.out = io.StringIO()  # what is left to write goes nowhere
+            self.agent.cancel()
+            self.scope.cancel()
+
     def on_event(self, session: Session, event: SessionEvent) -> None:
         if session is not self.agent.session:
             depth = self.depth_of(session)
@@ -302,9 +400,11 @@ class _Chat:
         data = event.data
         kind = event.type
         limit = self.config.preview_chars
+        if self.json_lines:
+            self.say(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
         if kind == "assistant/chunk":
             chunk = data["chunk"]
-            if chunk["type"] == "text-delta":
+            if chunk["type"] == "text-delta" and not self.json_lines:
                 self.stream(self.out, chunk["text"])
             elif chunk["type"] == "reasoning-delta" and self.config.show_reasoning:
                 self.stream(self.err, chunk["text"])
@@ -410,7 +510,7 @@ class _Chat:
         async with anyio.create_task_group() as tg:
             await tg.start(self._watch_signals)
             home = self.owner.home_ctx
-            stop = home.on("session/event", self.on_event)
+            stop = home.on("session/event", self.on_session_event)
             approval = home.get("approval")
             unanswer = None if approval is None else approval.set_responder(self.answer)
             try:
@@ -425,6 +525,11 @@ class _Chat:
                     unanswer()
                 self.end_line()
                 tg.cancel_scope.cancel()
+        if self.pipe_closed:
+            raise BrokenPipeError("stdout's reader went away")
+        session = self.agent.session
+        if self.show_session and session.events and not (self.interactive and prompt is None):
+            self.note(f"session: {session.id}")
         return status
 
     async def turn(self, text: str) -> Mapping[str, Any] | None:
@@ -457,7 +562,7 @@ class _Chat:
                 self.show_prompt()
             line = await self.owner.read_line()
             if not line:
-                return EXIT_OK
+                return self.worst
             # The line was typed (ending the prompt's line on a terminal): a new row.
             self.open = None
             self.interrupts = 0
@@ -466,9 +571,13 @@ class _Chat:
                 continue
             if text.startswith("/"):
                 if await self.command(text):
-                    return EXIT_OK
+                    return self.worst
                 continue
-            await self.turn(text)
+            reason = await self.turn(text)
+            # Piped input: a script reads the exit status. A turn cancelled by Ctrl-C
+            # is the user's choice, not a failure.
+            if not self.interactive and exit_status(reason) == EXIT_FAILED:
+                self.worst = EXIT_FAILED
 
     async def command(self, text: str) -> bool:
         """Run a ``/command``; True means quit."""
@@ -479,9 +588,24 @@ class _Chat:
             self.say(HELP)
         elif name == "/prompt":
             await self.show_system_prompt()
+        elif name == "/compact":
+            await self.compact()
         else:
             self.note(f"unknown command {name}; /help lists the commands")
         return False
+
+    async def compact(self) -> None:
+        """``/compact``: what the ``compaction`` service says it did, on stdout."""
+        compaction = self.owner.home_ctx.get("compaction")
+        if compaction is None:
+            self.note("/compact needs the compaction plugin (add `- name: compaction`)")
+            return
+        try:
+            line: str = await compaction.compact(self.agent)
+        except DshError as exc:
+            self.note(f"[compact] {exc}")
+            return
+        self.say(f"{line}\n")
 
     async def show_system_prompt(self) -> None:
         try:

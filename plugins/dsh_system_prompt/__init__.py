@@ -6,6 +6,7 @@ See this package's README for the contract.
 
 from __future__ import annotations
 
+from ._cache import read_tools
 from ._errors import (
     DuplicatePromptNameError,
     PromptRegistrationError,
@@ -55,5 +56,6 @@ __all__ = [
     "ToolSchema",
     "VariableProvider",
     "plugin",
+    "read_tools",
     "render_prompt",
 ]

@@ -1,14 +1,21 @@
-"""``dsh prompt FILE [--agent ID] [--json]``: exactly what the model would receive."""
+"""``dsh prompt [FILE] [--agent ID] [--json]``: exactly what the model would receive."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from dsh import Command, Context, DshError, Fiber, run_deployment_command
+from dsh import (
+    Command,
+    Context,
+    DshError,
+    Fiber,
+    add_deployment_argument,
+    deployment_file,
+    run_deployment_command,
+)
 
 from ._views import model_view, select_agents
 
@@ -16,13 +23,13 @@ __all__ = ["command"]
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path)
+    add_deployment_argument(parser)
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument("--agent", metavar="ID", help="that agent's view")
 
 
 def _run(args: argparse.Namespace) -> int:
-    path: Path = args.file
+    path = deployment_file(args.file, "prompt")
 
     async def show(root: Context, deployment: Fiber) -> int:
         chosen = select_agents(root, args.agent, every=False)

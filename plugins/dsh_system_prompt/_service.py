@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import copy
 import functools
-import marshal
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dsh import Context, Disposer, Fiber, Service, hookspec, validate_config
 
+from ._cache import CachedAssembly, ToolMemo, View
 from ._errors import (
     DuplicatePromptNameError,
     PromptRegistrationError,
@@ -24,7 +23,6 @@ from ._tool_order import check_tool_order, order_tools
 from ._types import (
     VARIABLE_NAME,
     AssembleContext,
-    AssembledSection,
     PromptAssembly,
     PromptSection,
     ToolProvider,
@@ -70,6 +68,11 @@ class _Layer:
     tools: dict[object, ToolProvider] = field(default_factory=dict)
     #: The fiber that registered each named entry, by (store, name).
     owners: dict[tuple[str, object], Fiber] = field(default_factory=dict)
+    #: When this layer last changed (the service's change counter).
+    version: int = 0
+    #: The view of this scope's assemblies (the global layer's: of every scope without
+    #: a layer), valid while its stamp matches.
+    view: View | None = None
 
     def empty(self) -> bool:
         return not (self.sections or self.variables or self.tools)
@@ -94,6 +97,9 @@ class SystemPrompt(Service):
         ctx.events.add_hookspecs(SystemPromptSpecs)
         self._global = _Layer()
         self._scoped: dict[int, tuple[object, _Layer]] = {}
+        #: Counts registrations and removals: a layer's version is the count at its
+        #: last change, so a view built before a change never matches after it.
+        self._changes = 0
         self._tool_order = config.tool_order
         super().__init__(ctx, config)
         self.section(PromptSection(name="harness:identity", order=-100, text=HARNESS_IDENTITY))
@@ -124,6 +130,11 @@ class SystemPrompt(Service):
     def _changed(self) -> None:
         self.home_ctx.emit("system-prompt/change")
 
+    def _touch(self, layer: _Layer) -> None:
+        """Mark ``layer`` changed: the views built from it are rebuilt on next use."""
+        self._changes += 1
+        layer.version = self._changes
+
     def _register(
         self, ctx: Context, kind: str, key: object, value: object, label: str
     ) -> Disposer:
@@ -136,6 +147,7 @@ class SystemPrompt(Service):
             store: dict[Any, Any] = getattr(layer, kind)
             store[key] = value
             layer.owners[kind, key] = ctx.fiber
+            self._touch(layer)
             # The undo is yielded before the change event: a listener that raises
             # rolls the registration back and the error reaches the caller.
             yield functools.partial(self._unregister, layer, kind, key, scope)
@@ -148,6 +160,7 @@ class SystemPrompt(Service):
         # scope layer is reclaimed so a disposed scope leaves nothing behind.
         del getattr(layer, kind)[key]
         del layer.owners[kind, key]
+        self._touch(layer)
         if scope is not None and layer.empty():
             del self._scoped[id(scope)]
         self._changed()
@@ -235,65 +248,94 @@ class SystemPrompt(Service):
         if context is None:
             context = AssembleContext()
         scope = context.scope
-        layers = [self._global]
+        glob = self._global
+        layer = None
         if scope is not None:
             entry = self._scoped.get(id(scope))
             if entry is not None:
-                layers.append(entry[1])
+                layer = entry[1]
 
         variables: dict[str, str | None] = {}
-        for layer in layers:
-            _resolve_variables(layer.variables, context, variables)
+        self._resolve_variables(glob.variables, context, variables)
+        if layer is not None:
+            self._resolve_variables(layer.variables, context, variables)
 
-        merged: dict[str, PromptSection] = {}
-        for layer in layers:
-            merged.update(layer.sections)
+        # After the variables, as sections and tool providers are read after them.
+        view = self._view_of(glob, layer)
+        tools = self._tools(view, context)
+        texts = view.texts
+        if view.dynamic:
+            resolved = list(texts)
+            for i in view.dynamic:
+                resolved[i] = texts[i](context)
+            texts = tuple(resolved)
 
-        providers = [p for layer in layers for p in layer.tools.values()]
-        schemas: list[ToolSchema] = []
-        known: list[str] = []
-        for provider in providers:
-            contributed = provider(context)
-            schemas.extend(
-                ToolSchema(
-                    name=schema.name,
-                    description=schema.description,
-                    parameters=_copy_json(schema.parameters),
-                )
-                for schema in contributed.schemas
-            )
-            if contributed.known_names is None:
-                known.extend(schema.name for schema in contributed.schemas)
-            else:
-                known.extend(contributed.known_names)
-
-        sections = [
-            AssembledSection(
-                name=s.name,
-                order=s.order,
-                text=s.text(context) if callable(s.text) else s.text,
-            )
-            for s in sorted(merged.values(), key=_order)
-        ]
-        tools = order_tools(schemas, known, self._tool_order)
-        assembly = PromptAssembly(sections=sections, tools=tools, variables=variables)
+        assembly = CachedAssembly.build(view, texts, variables, tools)
         result: PromptAssembly = await self.home_ctx.waterfall(
             "system-prompt/assemble", assembly, context, inner=lambda: assembly, scope=scope
         )
         return result
+
+    def _view_of(self, glob: _Layer, layer: _Layer | None) -> View:
+        """The view of the global layer (with ``layer`` over it), rebuilt if stale."""
+        holder = glob if layer is None else layer
+        stamp = (glob.version, 0 if layer is None else layer.version)
+        view = holder.view
+        if view is None or view.stamp != stamp:
+            merged = dict(glob.sections)
+            providers = tuple(glob.tools.values())
+            if layer is not None:
+                merged.update(layer.sections)
+                providers += tuple(layer.tools.values())
+            # Merged by name first, so a shadowed global text function is never called;
+            # then stable-sorted by order (ties keep registration order).
+            view = holder.view = View(stamp, sorted(merged.values(), key=_order), providers)
+        return view
+
+    def _resolve_variables(
+        self,
+        providers: dict[str, VariableProvider],
+        context: AssembleContext,
+        out: dict[str, str | None],
+    ) -> None:
+        """Call every provider in registration order, including ones added meanwhile."""
+        changes = self._changes
+        called = list(providers.items())
+        for name, provider in called:
+            out[name] = provider(context)
+        if self._changes != changes:  # a provider registered something meanwhile
+            _resolve_late(providers, context, out, {name for name, _ in called})
+
+    def _tools(self, view: View, context: AssembleContext) -> ToolMemo:
+        """Call the view's tool providers; their ordered tools, memoised by result."""
+        schemas: list[ToolSchema] = []
+        known: list[str] = []
+        for provider in view.tools:
+            contributed = provider(context)
+            schemas.extend(contributed.schemas)
+            if contributed.known_names is None:
+                known.extend(schema.name for schema in contributed.schemas)
+            else:
+                known.extend(contributed.known_names)
+        memo = view.tool_memo
+        if memo is None or memo.known != known or memo.schemas != schemas:
+            ordered = order_tools(schemas, known, self._tool_order)
+            memo = view.tool_memo = ToolMemo(schemas, known, ordered)
+        return memo
 
 
 def _order(section: PromptSection) -> float:
     return section.order
 
 
-def _resolve_variables(
+def _resolve_late(
     providers: dict[str, VariableProvider],
     context: AssembleContext,
     out: dict[str, str | None],
+    done: set[str],
 ) -> None:
-    """Call every provider in registration order, including ones added meanwhile."""
-    done: set[str] = set()
+    """Call the providers registered while the others were being called, until none is
+    new (a name called once is not called again)."""
     while True:
         fresh = [(name, p) for name, p in providers.items() if name not in done]
         if not fresh:
@@ -301,13 +343,3 @@ def _resolve_variables(
         for name, provider in fresh:
             done.add(name)
             out[name] = provider(context)
-
-
-def _copy_json(value: Any) -> Any:
-    """A deep copy of a tool's JSON Schema. ``marshal`` copies dicts, lists and
-    scalars in C, several times faster than ``copy.deepcopy``; anything it cannot
-    serialise is deep-copied the general way."""
-    try:
-        return marshal.loads(marshal.dumps(value))
-    except ValueError:
-        return copy.deepcopy(value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh import CheckReport, CommandError, Context, DshError
+from dsh import CheckReport, CommandError, Context, DshError, counted
 
 from ._render import render_prompt
 from ._types import AssembleContext, ToolSchema
@@ -65,7 +65,7 @@ async def check_prompts(ctx: Context, report: CheckReport) -> None:
             failed = True
             continue
         name = "" if agent is None else f'"{agent.id}" '
-        rendered.append(f"{name}({len(tools)} tools)")
+        rendered.append(f"{name}({counted(len(tools), 'tool')})")
     if not failed:
         views = "" if not chosen else " for agents" if len(chosen) > 1 else " for agent"
         report.ok(f"prompt renders{views} {', '.join(rendered)}")

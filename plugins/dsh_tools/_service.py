@@ -6,6 +6,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import CoroutineType
 from typing import Any
 
 import anyio
@@ -148,7 +149,8 @@ class Tools(Service):
 
         Returns the exact disposer of the registration. Raises, leaving nothing
         behind, :class:`ToolRegistrationError` for a bad or duplicate name or a model
-        without a JSON Schema, and :class:`ToolTypeError` for a wrong type.
+        without a JSON Schema, and :class:`ToolTypeError` for a wrong type. The schema
+        shown to the model is ``tool.json_schema`` when given, else the model's.
         """
         checked: object = tool
         if not isinstance(checked, Tool):
@@ -176,6 +178,12 @@ class Tools(Service):
                 f'tool "{name}" execute must be callable as async (args, call), '
                 f"got {type(tool.execute).__name__}"
             )
+        given: object = tool.json_schema
+        if given is not None and not isinstance(given, Mapping):
+            raise ToolTypeError(
+                f'tool "{name}" json_schema must be a mapping (a JSON Schema object), '
+                f"got {type(given).__name__}"
+            )
         ctx = self.ctx
         scope = ctx.scope
         layer = self._global if scope is None else self._scope_layer(scope)
@@ -193,12 +201,15 @@ class Tools(Service):
                 holder=holder,
                 claimant=ctx.fiber,
             )
-        try:
-            schema = parameters.model_json_schema()
-        except Exception as exc:
-            raise ToolRegistrationError(
-                f'tool "{name}" parameters have no JSON Schema: {exc}'
-            ) from exc
+        if given is not None:
+            schema = dict(given)
+        else:
+            try:
+                schema = parameters.model_json_schema()
+            except Exception as exc:
+                raise ToolRegistrationError(
+                    f'tool "{name}" parameters have no JSON Schema: {exc}'
+                ) from exc
         entry = _Entry(
             tool,
             ToolSchema(name=name, description=tool.description, parameters=schema),
@@ -305,7 +316,8 @@ class Tools(Service):
             return self._failed(name, exc)
         try:
             pending: object = tool.execute(args, call)
-            if not inspect.isawaitable(pending):
+            # A coroutine (an async def) is by far the usual case: skip the generic check.
+            if type(pending) is not CoroutineType and not inspect.isawaitable(pending):
                 return _misbehaved(
                     f'tool "{name}" execute returned {type(pending).__name__} instead of '
                     "an awaitable (it must be an async function)"

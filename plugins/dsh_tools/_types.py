@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -61,9 +61,15 @@ class Tool(Generic[ArgsT]):
     and an instance of it, validated from the model's arguments, is what ``execute``
     receives together with the :class:`ToolCall`. ``execute`` returns the text for the
     model, or a :class:`ToolResult`; an exception it raises becomes an error result.
+
+    ``json_schema``, when given, is the JSON Schema the model is shown instead of the
+    model's own, exactly as given (a tool that forwards a schema it did not write, such
+    as an MCP server's); the arguments are still validated into ``parameters``, so pair
+    it with a model that accepts what the schema describes (``extra="allow"``).
     """
 
     name: str
     description: str
     parameters: type[ArgsT]
     execute: Callable[[ArgsT, ToolCall], Awaitable[str | ToolResult]]
+    json_schema: Mapping[str, Any] | None = None

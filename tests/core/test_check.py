@@ -45,7 +45,7 @@ def test_phrases_warnings_and_problems_of_the_listeners(
     path = check_deployment(tmp_path, "passing")
     assert cli.main(["check", str(path)]) == 0
     captured = capsys.readouterr()
-    assert captured.out == f"{path}: ok (1 plugin entries active, passing is fine)\n"
+    assert captured.out == f"{path}: ok (1 plugin entry active, passing is fine)\n"
     assert captured.err == "warning: passing has a remark\n"
     path = check_deployment(tmp_path, "passing", "failing")
     assert cli.main(["check", str(path), "--agent", "x"]) == 1

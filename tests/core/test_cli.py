@@ -5,6 +5,7 @@ In-process through ``main(argv)``, and once as a real subprocess.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import signal
@@ -20,20 +21,20 @@ import pytest
 import dsh
 from dsh import Command, _commands, cli
 from dsh.testing import write_deployment
-from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment
+from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment, run_dsh_into_closed_pipe
 
 
 def test_check_ok(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["check", str(HELLO)]) == 0
     out = capsys.readouterr().out
-    assert out == f"{HELLO}: ok (1 plugin entries active, prompt renders (0 tools))\n"
+    assert out == f"{HELLO}: ok (1 plugin entry active, prompt renders (0 tools))\n"
 
 
 def test_check_without_system_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "noop.py").write_text("def apply(ctx, config):\n    return None\n")
     path = write_deployment(tmp_path, "- {id: noop, name: ./noop.py}\n")
     assert cli.main(["check", str(path)]) == 0
-    assert capsys.readouterr().out == f"{path}: ok (1 plugin entries active)\n"
+    assert capsys.readouterr().out == f"{path}: ok (1 plugin entry active)\n"
 
 
 def test_check_reports_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -149,16 +150,16 @@ def test_console_script_runs_in_a_subprocess() -> None:
 def test_check_renders_each_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["check", str(ECHO)]) == 0
     assert capsys.readouterr().out == (
-        f'{ECHO}: ok (3 plugin entries active, prompt renders for agent "main" (1 tools))\n'
+        f'{ECHO}: ok (3 plugin entries active, prompt renders for agent "main" (1 tool))\n'
     )
     path = echo_deployment(tmp_path, TWO_AGENTS)
     assert cli.main(["check", str(path)]) == 0
     assert capsys.readouterr().out == (
         f"{path}: ok (3 plugin entries active, prompt renders for agents "
-        '"a" (1 tools), "b" (1 tools))\n'
+        '"a" (1 tool), "b" (1 tool))\n'
     )
     assert cli.main(["check", str(path), "--agent", "b"]) == 0
-    assert capsys.readouterr().out.endswith('prompt renders for agent "b" (1 tools))\n')
+    assert capsys.readouterr().out.endswith('prompt renders for agent "b" (1 tool))\n')
     assert cli.main(["check", str(path), "--agent", "z"]) == 1
     assert capsys.readouterr().err == 'unknown agent "z"; known agents: "a", "b"\n'
 
@@ -354,3 +355,98 @@ def test_errors_logged_without_verbose_show_one_line_per_exception(
         in err
     )
     assert "Traceback" not in err
+
+
+# -- options every command takes, counts, closed pipes ----------------------------------
+
+
+def test_version(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"dsh {importlib.metadata.version('dsh-harness')}\n"
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert cli.version() == "unknown"
+
+
+@pytest.mark.parametrize(
+    "words", [["-v", "check", "{path}"], ["check", "{path}", "-v"], ["check", "-v", "{path}"]]
+)
+def test_verbose_goes_before_or_after_the_command(
+    words: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "boom.py").write_text("def apply(ctx, config):\n    raise RuntimeError('boom')\n")
+    path = write_deployment(tmp_path, "- {id: boom, name: ./boom.py}\n")
+    assert cli.main([word.format(path=path) for word in words]) == 1
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+def test_counts_agree_in_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert dsh.counted(1, "plugin entry", "plugin entries") == "1 plugin entry"
+    assert dsh.counted(0, "plugin entry", "plugin entries") == "0 plugin entries"
+    assert dsh.counted(2, "tool") == "2 tools"
+    (tmp_path / "noop.py").write_text("def apply(ctx, config):\n    return None\n")
+    path = write_deployment(tmp_path, "- {id: a, name: ./noop.py}\n- {id: b, name: ./noop.py}\n")
+    assert cli.main(["check", str(path)]) == 0
+    assert capsys.readouterr().out == f"{path}: ok (2 plugin entries active)\n"
+
+
+def test_a_broken_pipe_raised_in_a_task_ends_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def gone(args: object) -> int:
+        raise ExceptionGroup("a task group", [BrokenPipeError()])
+
+    def failed(args: object) -> int:
+        raise ExceptionGroup("a task group", [BrokenPipeError(), ValueError("real")])
+
+    monkeypatch.setitem(cli._CORE, "plugins", Command("gone", lambda p: None, gone))
+    assert cli.main(["plugins"]) == 128 + signal.SIGPIPE
+    monkeypatch.setitem(cli._CORE, "plugins", Command("failed", lambda p: None, failed))
+    with pytest.raises(ExceptionGroup) as info:
+        cli.main(["plugins"])
+    assert info.group_contains(ValueError, match="real")
+    assert capsys.readouterr().err == ""
+
+
+def test_output_flushed_at_exit_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """Without ``PYTHONUNBUFFERED`` the answer of a command that printed and returned
+    is still in the buffer when ``main`` returns: it is written there, not at exit."""
+    site = install_throwaway_package(tmp_path / "site", GREET_ENTRY_POINTS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    env.pop("PYTHONUNBUFFERED", None)
+    done = run_dsh_into_closed_pipe("greet", "nobody", env=env)
+    assert done.stderr == ""
+    assert done.returncode == 128 + signal.SIGPIPE
+
+
+@pytest.mark.parametrize(
+    "words", [["plugins"], ["prompt", str(ECHO)], ["check", str(ECHO)]], ids=lambda w: w[0]
+)
+def test_every_command_into_a_closed_pipe_ends_quietly(words: list[str]) -> None:
+    done = run_dsh_into_closed_pipe(*words)
+    assert done.stderr == ""
+    assert done.returncode == 128 + signal.SIGPIPE
+
+
+def test_commands_default_to_dsh_yml_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for command in ("check", "prompt", "sessions"):
+        assert cli.main([command]) == 1
+        assert capsys.readouterr().err == (
+            f"dsh {command}: no deployment file given and there is no ./dsh.yml here "
+            f"(dsh {command} FILE)\n"
+        )
+    (tmp_path / "dsh.yml").write_text(HELLO.read_text())
+    assert cli.main(["check"]) == 0
+    assert capsys.readouterr().out.startswith("dsh.yml: ok (1 plugin entry active")
+    assert cli.main(["prompt"]) == 0
+    assert capsys.readouterr().out.startswith("You are an AI agent powered by dsh.")
+    assert cli.main(["sessions"]) == 1
+    assert capsys.readouterr().err.startswith("dsh.yml: no session persistence")

@@ -384,7 +384,20 @@ async def test_parallel_raises_all_failures_together() -> None:
         with pytest.raises(ExceptionGroup) as info:
             await root.parallel("note/add", None, "x")
         assert sorted(str(e) for e in info.value.exceptions) == ["x1", "x2"]
+        assert info.value.message == '2 listeners of "note/add" failed'
         assert finished == ["ok"]
+
+
+async def test_parallel_names_a_single_failure_in_the_singular() -> None:
+    async def bad() -> None:
+        raise ValueError("alone")
+
+    async with Context() as root:
+        root.events.add_hookspecs(Specs)
+        root.on("note/add", lambda item, tag: bad())
+        with pytest.raises(ExceptionGroup) as info:
+            await root.parallel("note/add", None, "x")
+        assert info.value.message == '1 listener of "note/add" failed'
 
 
 # -- waterfall -----------------------------------------------------------------------------

@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
+from dsh_context_files import PREAMBLE as CONTEXT_PREAMBLE
 from dsh_tool_bash import GUIDANCE as BASH_GUIDANCE
 from dsh_tool_fs import SECTIONS as FS_SECTIONS
 from dsh_tool_jobs import GUIDANCE as JOBS_GUIDANCE
 from dsh_tool_web import FETCH_GUIDANCE
-from tests.support import EXAMPLES, run_dsh
+from tests.support import EXAMPLES, run_dsh, stored_seqs
 
 EXAMPLE = EXAMPLES / "coding-agent" / "dsh.yml"
 PERSONA = (
@@ -164,7 +165,8 @@ def test_one_shot_streams_the_answer_and_sends_what_the_model_must_see(
     listed = run_dsh("sessions", str(EXAMPLE), cwd=tmp_path, env=environ(wire))
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith(session)
-    assert "1 turn  agent main  model deepseek-chat" in listed.stdout
+    assert "1 turn  tokens 12 in / 3 out  agent main  model deepseek-chat" in listed.stdout
+    assert listed.stdout.endswith('  "Explain main.py"\n')
 
 
 def test_the_model_delegates_to_a_subagent_that_sees_only_its_prompt(
@@ -203,6 +205,7 @@ def test_killed_mid_turn_then_resumed_loses_nothing_committed(wire: Wire, tmp_pa
         [sys.executable, "-m", "dsh", "run", str(EXAMPLE), "-p", "Refactor utils.py"],
         cwd=tmp_path,
         env=environ(wire),
+        stdin=subprocess.DEVNULL,  # not the test runner's: -p would read a pipe as context
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -244,7 +247,8 @@ def test_killed_mid_turn_then_resumed_loses_nothing_committed(wire: Wire, tmp_pa
         {"turn": 1, "reason": {"kind": "interrupted"}},
         {"turn": 2, "reason": {"kind": "completed"}},
     ]
-    assert [r["seq"] for r in after] == list(range(len(after)))
+    seqs = stored_seqs(after)  # contiguous, a packed row of chunks counting each chunk
+    assert seqs == list(range(len(seqs)))
 
 
 def test_prompt_shows_the_sections_in_order_and_the_tools(tmp_path: Path) -> None:
@@ -268,3 +272,18 @@ def test_prompt_shows_the_sections_in_order_and_the_tools(tmp_path: Path) -> Non
     names = [line.split('"')[3] for line in tools.splitlines() if line.startswith('  "name"')]
     assert names == TOOLS
     assert '"run_in_background"' in tools
+
+
+def test_the_projects_agents_md_joins_the_prompt_after_the_persona(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "DSH_"))}
+    env["DEEPSEEK_API_KEY"] = "unused"
+    (tmp_path / "AGENTS.md").write_text("Run the tests with `make test`.\n")
+    done = run_dsh("prompt", str(EXAMPLE), cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    prompt = done.stdout.split("\n\n--- tools")[0]
+    agents_md = (tmp_path / "AGENTS.md").resolve()
+    quoted = f'<file path="{agents_md}">\nRun the tests with `make test`.\n\n</file>'
+    assert f"{PERSONA}\n\n{CONTEXT_PREAMBLE}\n\n{quoted}\n\n" in prompt
+    # Compaction is loaded with deepseek-chat's window: the check passes.
+    checked = run_dsh("check", str(EXAMPLE), cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stderr

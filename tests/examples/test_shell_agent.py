@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support import EXAMPLES, run_dsh
+from tests.support import EXAMPLES, run_dsh, without_session_line
 
 EXAMPLE = EXAMPLES / "shell-agent" / "dsh.yml"
 
@@ -14,7 +14,7 @@ def test_a_command_round_trips_through_the_bash_tool(tmp_path: Path) -> None:
     done = run_dsh("run", str(EXAMPLE), "-p", "run printf CLI_TOOL_ROUND_TRIP", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "The command printed: CLI_TOOL_ROUND_TRIP\n"
-    assert done.stderr == (
+    assert without_session_line(done.stderr) == (
         '[tool] bash {"command": "printf CLI_TOOL_ROUND_TRIP"}\n'
         "[tool] bash -> CLI_TOOL_ROUND_TRIP\n"
     )

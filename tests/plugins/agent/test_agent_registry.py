@@ -226,6 +226,23 @@ async def test_create_is_owned_by_the_caller() -> None:
         assert [o.fiber for o in owners] == [fiber]
 
 
+async def test_switch_model_without_a_factory_only_sets_the_model() -> None:
+    async with registry() as (root, agents, _heard):
+        with pytest.raises(AgentError, match='unknown agent "a"; known agents: \\(none\\)'):
+            await agents.switch_model("a", "m")
+        agent = FakeAgent("a", root)
+        agents.register(agent)
+        assert await agents.switch_model("a", "m") is agent
+        assert agent.model == "m"
+
+
+async def test_renew_needs_a_factory() -> None:
+    async with registry() as (root, agents, _heard):
+        agents.register(FakeAgent("a", root))
+        with pytest.raises(AgentError, match="no agent factory registered"):
+            await agents.renew("a")
+
+
 async def test_assemble_context_for() -> None:
     async with registry() as (root, agents, _heard):
         agent = FakeAgent("a", root)

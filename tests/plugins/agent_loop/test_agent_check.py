@@ -47,7 +47,7 @@ def test_an_agent_without_a_model_fails_the_check(
         f'{path}: agent "a" has no model: set `model` on agent-core (or on the agent in `agents`)\n'
     )
     assert cli.main(["check", str(path), "--agent", "b"]) == 0
-    assert capsys.readouterr().out.endswith('prompt renders for agent "b" (1 tools))\n')
+    assert capsys.readouterr().out.endswith('prompt renders for agent "b" (1 tool))\n')
 
 
 def test_a_request_listener_makes_model_problems_warnings(

@@ -29,7 +29,13 @@ from dsh_agent import (
     NoModelError,
     StepBlocked,
 )
-from dsh_agent_loop import ABORTED, ABORTED_BEFORE_DISPATCH, AgentLoop, LoopAgent
+from dsh_agent_loop import (
+    ABORTED,
+    ABORTED_BEFORE_DISPATCH,
+    AgentLoop,
+    LoopAgent,
+    run_tool_calls,
+)
 from dsh_llm import (
     BlockStart,
     Chunk,
@@ -45,7 +51,7 @@ from dsh_llm import (
     ToolCallDelta,
     ToolResultBlock,
 )
-from dsh_session import Session, SessionEvent, Sessions
+from dsh_session import ChunkRun, Session, SessionEvent, Sessions
 from dsh_session_jsonl import SessionWriteError
 from dsh_system_prompt import (
     TOOL_ORDER_REST,
@@ -145,7 +151,7 @@ async def test_simple_turn() -> None:
         assert boundaries(session) == ["turn/start", "step/start", "step/end", "turn/end"]
         kinds = event_types(session)
         assert kinds[:4] == ["turn/start", "user/message", "step/start", "request/header"]
-        assert kinds[-3:] == ["assistant/message", "step/end", "turn/end"]
+        assert kinds[-4:] == ["assistant/message", "usage/step", "step/end", "turn/end"]
         assert kinds.count("assistant/chunk") == len(answer)
         (message,) = event_data(session, "assistant/message")
         assert message["usage"] == {"input_tokens": 10, "output_tokens": 11}
@@ -1207,6 +1213,56 @@ async def test_disposing_the_owner_mid_turn_aborts_with_reason_disposed() -> Non
         assert r.errors == []
 
 
+async def test_two_disposals_at_once_still_record_the_turn_end_first() -> None:
+    async with loop_rig() as r:
+        streamed, never = anyio.Event(), anyio.Event()
+        r.model.reply(partial_text(streamed, never))
+        agent = r.agent()
+        order: list[str] = []
+
+        def on_event(session: Session, event: SessionEvent) -> None:
+            if event.type == "turn/end":
+                order.append("turn/end")
+
+        r.root.on("session/event", on_event)
+        r.root.on("agent/disposed", lambda agent: order.append("agent/disposed"))
+        agent.send("hi")
+        await streamed.wait()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.dispose)
+            tg.start_soon(agent.dispose)
+        assert order == ["turn/end", "agent/disposed"]
+        assert ends(agent.session) == [{"kind": "aborted", "reason": "disposed"}]
+
+
+async def test_an_idle_agent_has_no_driver_until_its_first_message() -> None:
+    async with loop_rig() as r:
+        made: list[LoopAgent] = []
+
+        def owner(ctx: Context, config: None) -> None:
+            made.append(ctx.agents.create("quiet", model="mock"))
+
+        fiber = await r.root.plugin(owner)
+        (quiet,) = made
+        busy = r.agent("busy")
+
+        def started() -> list[bool]:
+            return [agent._driver is not None for agent in (quiet, busy)]
+
+        assert started() == [False, False]
+        r.model.reply(text("ok"))
+        await run(busy, "hi")
+        assert started() == [False, True]
+        assert ends(busy.session) == [{"kind": "completed"}]
+        # Disposed by its owner without a turn ever run, it takes no more messages.
+        await fiber.dispose()
+        assert r.root.agents.get("quiet") is None
+        with pytest.raises(AgentError, match='agent "quiet" is disposed'):
+            quiet.send("anyone?")
+        assert started() == [False, True]
+        await quiet.when_idle()
+
+
 async def test_unloading_the_loop_disposes_every_agent_it_made() -> None:
     async with loop_rig() as r:
         made: list[LoopAgent] = []
@@ -1423,6 +1479,91 @@ async def test_a_tool_that_cancels_its_own_call_gets_an_aborted_result() -> None
         assert ends(agent.session) == [{"kind": "completed"}]
 
 
+async def test_a_single_call_cancelled_mid_run_records_an_aborted_result() -> None:
+    # One call takes the fast path (no task group): the cancel still reaches it, its
+    # result is logged as aborted and the next turn has a valid history.
+    async with loop_rig() as r:
+        gates = Gates()
+        r.tool("gate", gates.tool)
+        r.model.reply(gate_calls("solo"), text("ok"))
+        agent = r.agent()
+        agent.send("go")
+        await gates.event(gates.started, "solo").wait()
+        agent.cancel()
+        await agent.when_idle()
+        assert gates.record == ["start solo"]
+        (result,) = event_data(agent.session, "tool/result")
+        assert (result["call_id"], result["content"], result["is_error"], result["code"]) == (
+            "solo",
+            ABORTED.content,
+            True,
+            "ABORTED",
+        )
+        assert boundaries(agent.session)[-2:] == ["step/end", "turn/end"]
+        assert ends(agent.session) == [{"kind": "aborted", "reason": "user"}]
+        await run(agent, "again")
+        roles = [m.role for m in r.model.requests[1].messages]
+        assert roles == ["user", "assistant", "tool", "user"]
+
+
+async def test_a_single_call_cancelled_before_dispatch_never_starts() -> None:
+    # A listener cancels the turn when the call is logged: the call is not dispatched.
+    async with loop_rig() as r:
+        gates = Gates()
+        r.tool("gate", gates.tool)
+        r.model.reply(gate_calls("late"))
+        agent = r.agent()
+
+        def cancel_on_call(session: Session, event: SessionEvent) -> None:
+            if event.type == "tool/call":
+                agent.cancel()
+
+        r.root.on("session/event", cancel_on_call)
+        await run(agent, "go")
+        assert gates.record == []
+        (result,) = event_data(agent.session, "tool/result")
+        assert result["code"] == "ABORTED_BEFORE_DISPATCH"
+        assert ends(agent.session) == [{"kind": "aborted", "reason": "user"}]
+
+
+async def test_a_single_call_runs_in_the_driving_task() -> None:
+    # The fast path awaits the tool in the agent's own task: what the tool sees of the
+    # call is the same as on the concurrent path.
+    async with loop_rig() as r:
+        seen: list[object] = []
+
+        async def probe(args: Args, call: ToolCall) -> str:
+            seen.extend([call.id, call.agent, call.cancelled])
+            return "probed"
+
+        r.tool("probe", probe)
+        r.model.reply(tool_calls(tool_call("probe", id="p1")), text("ok"))
+        agent = r.agent()
+        await run(agent, "go")
+        assert seen == ["p1", agent, False]
+        (result,) = event_data(agent.session, "tool/result")
+        assert result["content"] == "probed"
+
+
+async def test_run_tool_calls_alone_looks_the_tools_up_through_the_agent() -> None:
+    async with loop_rig() as r:
+
+        async def echo(args: Args, call: ToolCall) -> str:
+            return f"echo {args.text}"
+
+        r.tool("echo", echo)
+        agent = r.agent()
+        calls = [ToolCallBlock(f"c{i}", "echo", f'{{"text": "{i}"}}') for i in (1, 2)]
+        await run_tool_calls(agent, 1, 1, calls[:1], 4)
+        await run_tool_calls(agent, 1, 2, calls, 4)
+        results = event_data(agent.session, "tool/result")
+        assert [(d["step"], d["content"]) for d in results] == [
+            (1, "echo 1"),
+            (2, "echo 1"),
+            (2, "echo 2"),
+        ]
+
+
 async def test_tool_errors_become_results_and_the_turn_goes_on() -> None:
     async with loop_rig() as r:
 
@@ -1518,6 +1659,61 @@ async def test_the_request_header_is_logged_again_when_it_changes() -> None:
         await run(agent, "c")
         headers = event_data(agent.session, "request/header")
         assert [(d["turn"], d["header"]["tools"]) for d in headers] == [(1, []), (3, ["noop"])]
+
+
+# -- streaming into the log ---------------------------------------------------------------
+
+
+async def test_a_streamed_answer_is_logged_as_one_packed_run_holding_its_text_once() -> None:
+    async with loop_rig() as r:
+        words = [f"w{i} " for i in range(1000)]
+        r.model.reply(text(*words))
+        heard: list[SessionEvent] = []
+
+        def on_event(session: Session, event: SessionEvent) -> None:
+            if event.type == "assistant/chunk":
+                heard.append(event)
+
+        agent = r.agent()
+        agent.ctx.on("session/event", on_event)
+        await run(agent, "stream")
+        session = agent.session
+        # One event per chunk, heard live and read back alike...
+        chunks = [e for e in session.events if e.type == "assistant/chunk"]
+        assert len(chunks) == len(words) + 3
+        assert heard == chunks
+        assert [c.data["chunk"]["text"] for c in chunks[1:-2]] == words
+        # ...stored as one run whose text is the answer's own string.
+        (packed,) = [row for row in session.events.rows() if isinstance(row, ChunkRun)]
+        assert len(packed) == len(chunks)
+        (answer,) = [m for m in session.history() if m.role == "assistant"]
+        assert packed.texts() == [answer.text]
+        assert packed.texts()[0] is answer.content[0].text  # type: ignore[union-attr]
+        assert len(session.events.rows()) == len(session.events) - len(chunks) + 1
+
+
+# -- observers ----------------------------------------------------------------------------
+
+
+async def test_a_session_event_listener_on_agent_ctx_hears_only_that_agent() -> None:
+    async with loop_rig() as r:
+        r.model.respond = lambda request: "ok"
+        agents = [r.agent(f"a{i}") for i in range(3)]
+        heard: dict[str, list[str]] = {agent.id: [] for agent in agents}
+        everything: list[str] = []
+        for agent in agents:
+
+            def listener(session: Session, event: SessionEvent, mine: str = agent.id) -> None:
+                assert session.header.meta["agent"] == mine
+                heard[mine].append(event.type)
+
+            agent.ctx.on("session/event", listener)
+        r.root.on("session/event", lambda session, event: everything.append(event.type))
+        for agent in agents:
+            await run(agent, "hi")
+        for agent in agents:
+            assert heard[agent.id] == event_types(agent.session)
+        assert len(everything) == sum(len(a.session.events) for a in agents)
 
 
 # -- creating agents (67 and the factory's arguments) -------------------------------------

@@ -172,3 +172,85 @@ async def test_resume_needs_a_factory() -> None:
         await root.plugin(AgentRegistry)
         with pytest.raises(AgentError, match="no agent factory registered"):
             await root.agents.resume("anything")
+
+
+# -- agents.switch_model ------------------------------------------------------------------
+
+
+async def test_switch_model_before_the_first_message_starts_a_session_recording_it() -> None:
+    store = Store()
+    core = {"agents": [{"id": "main", "persona": "You are Main on {{model}}."}]}
+    async with runtime(store, **core) as (root, model):
+        model.install(root, ["other"])
+        before = root.agents.get("main")
+        cwd = before.cwd
+        agent = await root.agents.switch_model("main", "other")
+        assert agent is not before
+        assert root.agents.get("main") is agent
+        assert agent.model == "other"
+        assert agent.session.header.meta == {"agent": "main", "model": "other"}
+        assert agent.cwd == cwd
+        agent.send("hi")
+        await agent.when_idle()
+        (request,) = model.requests
+        assert request.model == "other"
+        assert request.system.endswith("You are Main on other.")  # the declared persona
+        assert store.headers[agent.session.id].meta["model"] == "other"
+
+
+async def test_switch_model_of_an_agent_with_history_keeps_its_session() -> None:
+    store = Store()
+    sid = await one_turn(store)
+    async with runtime(store) as (root, model):
+        model.install(root, ["other"])
+        resumed = await root.agents.resume(sid)
+        agent = await root.agents.switch_model("main", "other")
+        assert agent is resumed
+        assert agent.session.id == sid
+        assert agent.model == "other"
+        assert agent.session.header.meta["model"] == "echo"  # the header stays as stored
+        agent.send("again")
+        await agent.when_idle()
+        assert model.requests[-1].model == "other"
+        with pytest.raises(AgentError, match='unknown agent "nope"; known agents: "main"'):
+            await root.agents.switch_model("nope", "other")
+
+
+# -- agents.renew -------------------------------------------------------------------------
+
+
+async def test_renew_starts_a_new_session_keeping_model_persona_and_cwd() -> None:
+    store = Store()
+    core = {"agents": [{"id": "main", "persona": "You are Main on {{model}}."}]}
+    async with runtime(store, **core) as (root, model):
+        model.install(root, ["other"])
+        old = await root.agents.switch_model("main", "other")
+        old.send("hello")
+        await old.when_idle()
+        heard: list[str] = []
+        root.on("agent/disposed", lambda agent: heard.append(f"disposed {agent.id}"))
+        root.on("agent/created", lambda agent: heard.append(f"created {agent.id}"))
+        agent = await root.agents.renew("main")
+        assert heard == ["disposed main", "created main"]
+        assert agent is not old
+        assert root.agents.get("main") is agent
+        assert agent.session.id != old.session.id
+        assert agent.session.events == []
+        assert agent.cwd == old.cwd
+        assert agent.model == "other"
+        assert agent.session.header.meta == {"agent": "main", "model": "other"}
+        assert root.sessions.get(old.session.id) is None  # released, still stored
+        assert event_types(old.session)[-1] == "turn/end"
+        agent.send("again")
+        await agent.when_idle()
+        request = model.requests[-1]
+        assert request.model == "other"
+        assert request.system.endswith("You are Main on other.")
+        assert [m.text for m in request.messages] == ["again"]  # nothing of before
+        assert sorted(store.headers) == sorted([old.session.id, agent.session.id])
+
+
+async def test_renew_refuses_an_unknown_agent() -> None:
+    async with runtime(Store()) as (root, _):
+        with pytest.raises(AgentError, match='unknown agent "nope"; known agents: "main"'):
+            await root.agents.renew("nope")

@@ -278,8 +278,16 @@ async def test_writes_of_one_target_are_serialised_and_the_lock_goes_away() -> N
             group.start_soon(fs.write_text, "/w/f", "first")
             group.start_soon(fs.write_text, "/w/f", "second")
             group.start_soon(fs.write_text, "/w/g", "other")
-            await until(lambda: backend.calls.count("replace /w/g") == 1)
-            assert backend.calls.count("replace /w/f") == 1  # the second waits its turn
+            # Both targets are being replaced and the second write of /w/f holds a share
+            # of its lock: it waits its turn instead of replacing the file meanwhile.
+            await until(
+                lambda: (
+                    backend.calls.count("replace /w/g") == 1
+                    and "replace /w/f" in backend.calls
+                    and fs._locks["/w/f"].users == 2
+                )
+            )
+            assert backend.calls.count("replace /w/f") == 1
             backend.gate.set()
         assert fs._locks == {}
     assert backend.files["/w/f"] in (b"first", b"second")

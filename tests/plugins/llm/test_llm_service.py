@@ -98,6 +98,36 @@ async def test_the_plugin_takes_no_config() -> None:
         assert root.get("llm") is None
 
 
+# --- declared context windows ------------------------------------------------------------
+
+
+class Declaring(Closing):
+    """An adapter whose ``context_window`` answers ``window`` for every model."""
+
+    def __init__(self, window: object) -> None:
+        super().__init__([])
+        self.window = window
+
+    def context_window(self, model: str) -> object:
+        return self.window
+
+
+async def test_context_window_is_what_the_serving_adapter_declares() -> None:
+    async with Context() as root:
+        llm = await start_llm(root)
+        llm.register_adapter("plain", Closing([]))
+        llm.register_adapter("big", Declaring(128_000))
+        for model, window in [("zero", 0), ("text", "8k"), ("flag", True), ("none", None)]:
+            llm.register_adapter(model, Declaring(window))
+        assert llm.context_window("big") == 128_000
+        assert llm.context_window("scripted") is None  # no adapter serves it
+        assert llm.context_window("plain") is None  # it declares nothing
+        for model in ("zero", "text", "flag", "none"):
+            assert llm.context_window(model) is None, model
+        llm.register_adapter("scripted", ScriptedModel(window=4096))
+        assert llm.context_window("scripted") == 4096
+
+
 # --- registration ------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ type, key or value at fault.
 from __future__ import annotations
 
 import json
+import types
 from typing import Any
 
 import pytest
@@ -46,6 +47,7 @@ BLOCKS: list[Block] = [
     TextBlock("hello"),
     TextBlock(""),
     ReasoningBlock("thinking…"),
+    ReasoningBlock("signed thinking", signature="EqQBCgIYAhIM1gbcDa9GJwZA"),
     ToolCallBlock("call_1", "read", '{"path": "a.txt"}'),
     ToolResultBlock("call_1", "contents"),
     ToolResultBlock("call_2", "boom", is_error=True),
@@ -111,6 +113,13 @@ def test_chunk_json_is_flat_snake_case_and_omits_nones() -> None:
         "index": 1,
         "block": {"text": "x", "type": "text"},
         "type": "block-end",
+    }
+    # A reasoning block's signature is opaque provider data, kept only when there is one.
+    assert block_to_json(ReasoningBlock("r")) == {"text": "r", "type": "reasoning"}
+    assert block_to_json(ReasoningBlock("r", signature="sig")) == {
+        "text": "r",
+        "signature": "sig",
+        "type": "reasoning",
     }
     assert chunk_to_json(UsageChunk(Usage(1, 2))) == {
         "usage": {"input_tokens": 1, "output_tokens": 2},
@@ -332,6 +341,52 @@ def test_message_from_json_errors(data: Any, message: str) -> None:
     with pytest.raises(LlmFormatError) as caught:
         Message.from_json(data)
     assert str(caught.value).startswith(message)
+
+
+def content(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (content({"type": "text", "text": 1}), '"text" block: "text" must be a string'),
+        (content({"type": "reasoning", "text": None}), '"text" must be a string, got null'),
+        (
+            content({"type": "tool-call", "id": 1, "name": "n", "arguments": "{}"}),
+            '"tool-call" block: "id" must be a string',
+        ),
+        (
+            content({"type": "tool-result", "tool_call_id": "c", "content": "x", "is_error": 0}),
+            '"tool-result" block: "is_error" must be a boolean',
+        ),
+        (content({"type": "image", "url": "x"}), "unknown content block type"),
+        (content("just text"), "a content block must be a JSON object"),
+    ],
+)
+def test_what_the_fast_decoder_passes_on_is_judged_by_the_validating_one(
+    data: Any, problem: str
+) -> None:
+    with pytest.raises(LlmFormatError, match=problem):
+        Message.from_json(data)
+
+
+def test_the_fast_and_the_validating_decoders_agree_on_good_input() -> None:
+    written = Message(
+        "assistant",
+        (
+            TextBlock("t"),
+            ReasoningBlock("r"),
+            ToolCallBlock("c", "n", "{}"),
+            ToolResultBlock("c", "out", True),
+        ),
+    )
+    plain = written.to_json()
+    assert Message.from_json(plain) == written
+    # Not what to_json writes, but valid: a result without is_error, a read-only view.
+    bare = content({"type": "tool-result", "tool_call_id": "c", "content": "out"})
+    assert Message.from_json(bare) == Message("assistant", (ToolResultBlock("c", "out"),))
+    assert Message.from_json(types.MappingProxyType(plain)) == written
 
 
 @pytest.mark.parametrize(

@@ -24,12 +24,12 @@ from dsh_llm import (
 from tests.support import event_data
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import LoopbackServer
+    from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_llm_stream_and_the_assembler_build_the_message(server: LoopbackServer) -> None:
+async def test_llm_stream_and_the_assembler_build_the_message(server: OpenAIServer) -> None:
     d, t = server.delta, server.tool
     server.stream(
         d(None, reasoning="Two files.", role="assistant"),
@@ -60,7 +60,7 @@ async def test_llm_stream_and_the_assembler_build_the_message(server: LoopbackSe
     assert result.finish == Finish("tool-calls")
 
 
-async def test_an_http_error_reaches_the_assembler_as_the_finish(server: LoopbackServer) -> None:
+async def test_an_http_error_reaches_the_assembler_as_the_finish(server: OpenAIServer) -> None:
     server.reply(400, {"error": {"message": "context too long"}})
     request = LlmRequest(model="test-model", messages=(Message.user("hi"),))
     assembler = BlockAssembler()
@@ -118,7 +118,7 @@ DEPLOYMENT = """
 
 
 async def test_a_yaml_deployment_completes_a_turn_with_a_tool_call(
-    server: LoopbackServer, tmp_path: Path
+    server: OpenAIServer, tmp_path: Path
 ) -> None:
     d, t = server.delta, server.tool
     server.stream(

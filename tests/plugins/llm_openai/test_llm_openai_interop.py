@@ -13,11 +13,10 @@ from dsh.testing import run_turn, write_deployment
 from dsh_llm import LlmRequest, Message, ToolCallBlock, ToolResultBlock
 from dsh_llm_openai import OpenAICompatibleConfig, request_body
 from dsh_system_prompt import ToolSchema
-from tests.plugins.llm_openai.conftest import llama_cpp_problems
-from tests.plugins.llm_openai.openai_support import final_failure, stream_ok
+from tests.plugins.llm_openai.openai_support import final_failure, llama_cpp_problems
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import LoopbackServer
+    from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
@@ -86,7 +85,7 @@ def test_a_message_that_only_calls_tools_is_sent_with_empty_content() -> None:
 
 
 async def test_a_tool_round_trip_against_a_strict_server(
-    server: LoopbackServer, tmp_path: Path
+    server: OpenAIServer, tmp_path: Path
 ) -> None:
     server.strict = True
     d, t = server.delta, server.tool
@@ -95,7 +94,7 @@ async def test_a_tool_round_trip_against_a_strict_server(
         d(finish="tool_calls"),
         "[DONE]",
     )
-    stream_ok(server, "It said HI.")
+    server.ok("It said HI.")
     (tmp_path / "shout_tool.py").write_text(SHOUT_TOOL)
     path = write_deployment(tmp_path, STRICT_DEPLOYMENT % server.url)
     async with Context() as root:
@@ -148,12 +147,12 @@ def test_knobs_are_sent_only_when_set() -> None:
 
 
 async def test_a_context_length_refusal_does_not_poison_the_session(
-    server: LoopbackServer, tmp_path: Path
+    server: OpenAIServer, tmp_path: Path
 ) -> None:
     # The rule of RFC 0009 on the case that matters: a request refused for its length
     # is not sent again, so the next turn fits and works.
     server.context_chars = 1000
-    stream_ok(server, "short answer")
+    server.ok("short answer")
     (tmp_path / "shout_tool.py").write_text(SHOUT_TOOL)
     path = write_deployment(tmp_path, STRICT_DEPLOYMENT % server.url)
     async with Context() as root:
@@ -173,14 +172,14 @@ async def test_a_context_length_refusal_does_not_poison_the_session(
         ]
 
 
-async def test_context_length_is_its_own_code(server: LoopbackServer) -> None:
+async def test_context_length_is_its_own_code(server: OpenAIServer) -> None:
     server.reply(400, {"error": {"message": "the request exceeds the available context size"}})
     got = final_failure(await server.run())
     assert got.code == "CONTEXT_LENGTH"
     assert got.message.startswith("the request is too long for the context window of 'test-model'")
 
 
-async def test_a_body_without_events_names_the_request_id(server: LoopbackServer) -> None:
+async def test_a_body_without_events_names_the_request_id(server: OpenAIServer) -> None:
     server.stream(b"", headers={"x-request-id": "req-empty"})
     got = final_failure(await server.run())
     assert got.code == "BAD_RESPONSE"

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 
 import dsh
-from dsh import ConfigError, Context, FiberState
+from dsh import Context, FiberState
 from dsh.testing import state
 from dsh_llm import Llm
 from dsh_llm_openai import (
     DEFAULT_BASE_URL,
-    OpenAIAdapter,
     OpenAICompatible,
     OpenAICompatibleConfig,
 )
+from tests.plugins.llm_http_support import assert_refused
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import LoopbackServer
+    from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
@@ -61,37 +59,10 @@ def test_the_key_stays_out_of_the_config_repr() -> None:
 async def test_bad_configs_fail_the_plugin_naming_the_key(
     config: dict[str, Any], problem: str
 ) -> None:
-    async with Context() as root:
-        await root.plugin(Llm)
-        with pytest.raises(ConfigError, match=problem) as info:
-            await root.plugin(OpenAICompatible, config)
-        assert "llm-openai" in str(info.value)
-        assert root.llm.models() == []
+    await assert_refused(OpenAICompatible, config, problem)
 
 
-async def test_mounting_registers_the_models_and_disposing_removes_them(
-    server: LoopbackServer,
-) -> None:
-    async with Context() as root:
-        await root.plugin(Llm)
-        before = root.llm.models()
-        fiber = root.plugin(OpenAICompatible, server.config(models=["a", "b"]))
-        await fiber
-        assert fiber.state is FiberState.ACTIVE
-        assert root.llm.models() == [*before, "a", "b"]
-        plugin = fiber.instance
-        assert isinstance(plugin, OpenAICompatible)
-        adapter = plugin.adapter
-        assert isinstance(adapter, OpenAIAdapter)
-        assert repr(adapter) == f"<OpenAIAdapter {server.url}/chat/completions models=['a', 'b']>"
-        client = adapter._client
-        assert not client.is_closed
-        await fiber.dispose()
-        assert root.llm.models() == before
-        assert client.is_closed
-
-
-async def test_two_instances_serve_different_models(server: LoopbackServer) -> None:
+async def test_two_instances_serve_different_models(server: OpenAIServer) -> None:
     async with Context() as root:
         await root.plugin(Llm)
         await root.plugin(OpenAICompatible, server.config(models=["deepseek-chat"]))
@@ -100,7 +71,7 @@ async def test_two_instances_serve_different_models(server: LoopbackServer) -> N
 
 
 async def test_a_model_served_twice_fails_the_second_and_leaves_no_client(
-    server: LoopbackServer,
+    server: OpenAIServer,
 ) -> None:
     async with Context() as root:
         await root.plugin(Llm)
@@ -112,7 +83,7 @@ async def test_a_model_served_twice_fails_the_second_and_leaves_no_client(
         assert root.llm.models() == ["test-model"]
 
 
-async def test_it_waits_for_the_llm_service(server: LoopbackServer) -> None:
+async def test_it_waits_for_the_llm_service(server: OpenAIServer) -> None:
     async with Context() as root:
         fiber = root.plugin(OpenAICompatible, server.config())
         await fiber
@@ -121,25 +92,3 @@ async def test_it_waits_for_the_llm_service(server: LoopbackServer) -> None:
         await fiber
         assert state(fiber) is FiberState.ACTIVE
         assert root.llm.models() == ["test-model"]
-
-
-async def test_the_adapter_works_without_the_runtime(server: LoopbackServer) -> None:
-    from dsh_llm import Finish, LlmRequest, Message, TextDelta
-
-    server.stream(server.delta("standalone"), server.delta(finish="stop"), "[DONE]")
-    config = OpenAICompatibleConfig.model_validate(server.config())
-    async with httpx.AsyncClient() as client:
-        adapter = OpenAIAdapter(config, client)
-        request = LlmRequest(model="test-model", messages=(Message.user("hi"),))
-        chunks = [chunk async for chunk in adapter.stream(request)]
-    assert TextDelta(0, "standalone") in chunks
-    assert chunks[-1] == Finish("stop")
-
-
-def test_the_entry_point_names_the_plugin() -> None:
-    (entry,) = [
-        e for e in importlib.metadata.entry_points(group="dsh.plugins") if e.name == "llm-openai"
-    ]
-    assert entry.load() is OpenAICompatible
-    assert OpenAICompatible.name == "llm-openai"
-    assert tuple(OpenAICompatible.inject) == ("llm",)

@@ -17,10 +17,9 @@ from dsh_llm import (
 )
 from dsh_llm_openai import request_body
 from dsh_system_prompt import ToolSchema
-from tests.plugins.llm_openai.openai_support import stream_ok
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import LoopbackServer
+    from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
@@ -130,8 +129,8 @@ def test_a_minimal_request_has_no_system_tools_or_max_tokens() -> None:
     }
 
 
-async def test_the_request_carries_key_flags_system_and_prompt(server: LoopbackServer) -> None:
-    stream_ok(server)
+async def test_the_request_carries_key_flags_system_and_prompt(server: OpenAIServer) -> None:
+    server.ok()
     request = LlmRequest(
         model="test-model", messages=(Message.user("What is 2+2?"),), system="Be brief."
     )
@@ -151,39 +150,39 @@ async def test_the_request_carries_key_flags_system_and_prompt(server: LoopbackS
     ]
 
 
-async def test_the_wire_body_is_request_body(server: LoopbackServer) -> None:
-    stream_ok(server)
+async def test_the_wire_body_is_request_body(server: OpenAIServer) -> None:
+    server.ok()
     await server.run(full_request(), send_reasoning=True)
     assert server.requests[0].body == request_body(full_request(), send_reasoning=True)
 
 
-async def test_unicode_goes_out_as_utf8(server: LoopbackServer) -> None:
-    stream_ok(server)
+async def test_unicode_goes_out_as_utf8(server: OpenAIServer) -> None:
+    server.ok()
     await server.run("héllo → 世界")
     assert server.requests[0].body["messages"] == [{"role": "user", "content": "héllo → 世界"}]
 
 
-async def test_no_api_key_sends_no_authorization(server: LoopbackServer) -> None:
-    stream_ok(server)
+async def test_no_api_key_sends_no_authorization(server: OpenAIServer) -> None:
+    server.ok()
     await server.run(api_key=None)
     assert "authorization" not in server.requests[0].headers
 
 
-async def test_extra_headers_are_sent_and_override_defaults(server: LoopbackServer) -> None:
-    stream_ok(server)
+async def test_extra_headers_are_sent_and_override_defaults(server: OpenAIServer) -> None:
+    server.ok()
     await server.run(headers={"X-Title": "dsh", "Authorization": "Token other"})
     headers = server.requests[0].headers
     assert headers["x-title"] == "dsh"
     assert headers["authorization"] == "Token other"
 
 
-async def test_a_trailing_slash_on_base_url_is_tolerated(server: LoopbackServer) -> None:
-    stream_ok(server)
+async def test_a_trailing_slash_on_base_url_is_tolerated(server: OpenAIServer) -> None:
+    server.ok()
     await server.run(base_url=server.url + "/")
     assert server.requests[0].path == "/v1/chat/completions"
 
 
-async def test_a_base_url_without_v1_is_used_as_given(server: LoopbackServer) -> None:
-    stream_ok(server)
+async def test_a_base_url_without_v1_is_used_as_given(server: OpenAIServer) -> None:
+    server.ok()
     await server.run(base_url=server.root)
     assert server.requests[0].path == "/chat/completions"

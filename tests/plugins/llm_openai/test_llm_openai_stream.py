@@ -24,12 +24,12 @@ from tests.plugins.llm.llm_support import assemble
 from tests.plugins.llm_openai.openai_support import HTTPX_GC_WARNING, final_failure
 
 if TYPE_CHECKING:
-    from tests.plugins.llm_openai.conftest import LoopbackServer
+    from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_text_deltas_become_one_text_block(server: LoopbackServer) -> None:
+async def test_text_deltas_become_one_text_block(server: OpenAIServer) -> None:
     d = server.delta
     server.stream(
         d("", role="assistant"),  # DeepSeek opens with an empty content delta
@@ -52,7 +52,7 @@ async def test_text_deltas_become_one_text_block(server: LoopbackServer) -> None
 
 
 async def test_reasoning_then_text_with_deepseek_usage_on_the_finish_chunk(
-    server: LoopbackServer,
+    server: OpenAIServer,
 ) -> None:
     d = server.delta
     usage = {
@@ -87,7 +87,7 @@ async def test_reasoning_then_text_with_deepseek_usage_on_the_finish_chunk(
     assert result.message.content == (ReasoningBlock("Let me think."), TextBlock("Four."))
 
 
-async def test_openai_cached_tokens_are_taken_out_of_the_input(server: LoopbackServer) -> None:
+async def test_openai_cached_tokens_are_taken_out_of_the_input(server: OpenAIServer) -> None:
     server.stream(
         server.delta("ok"),
         server.delta(finish="stop"),
@@ -98,7 +98,7 @@ async def test_openai_cached_tokens_are_taken_out_of_the_input(server: LoopbackS
     assert chunks[-2] == UsageChunk(Usage(30, 5, cache_read_tokens=20, reasoning_tokens=0))
 
 
-async def test_the_last_usage_wins_and_there_is_one_usage_chunk(server: LoopbackServer) -> None:
+async def test_the_last_usage_wins_and_there_is_one_usage_chunk(server: OpenAIServer) -> None:
     server.stream(
         server.delta("ok", usage={"prompt_tokens": 1, "completion_tokens": 1}),
         server.delta(finish="stop"),
@@ -109,12 +109,12 @@ async def test_the_last_usage_wins_and_there_is_one_usage_chunk(server: Loopback
     assert [c for c in chunks if isinstance(c, UsageChunk)] == [UsageChunk(Usage(7, 2))]
 
 
-async def test_usage_with_missing_counts_reads_as_zero(server: LoopbackServer) -> None:
+async def test_usage_with_missing_counts_reads_as_zero(server: OpenAIServer) -> None:
     server.stream(server.delta("ok", finish="stop", usage={}), "[DONE]")
     assert (await server.run())[-2] == UsageChunk(Usage(0, 0))
 
 
-async def test_ollama_reasoning_field_is_reasoning(server: LoopbackServer) -> None:
+async def test_ollama_reasoning_field_is_reasoning(server: OpenAIServer) -> None:
     d = server.delta
     ollama = d(None)
     ollama["choices"][0]["delta"]["reasoning"] = "hmm"
@@ -133,7 +133,7 @@ async def test_ollama_reasoning_field_is_reasoning(server: LoopbackServer) -> No
     ]
 
 
-async def test_alternating_text_and_reasoning_open_new_blocks(server: LoopbackServer) -> None:
+async def test_alternating_text_and_reasoning_open_new_blocks(server: OpenAIServer) -> None:
     d = server.delta
     server.stream(d("a"), d(None, reasoning="r"), d("b"), d(finish="stop"), "[DONE]")
     chunks = await server.run()
@@ -151,7 +151,7 @@ async def test_alternating_text_and_reasoning_open_new_blocks(server: LoopbackSe
     ]
 
 
-async def test_split_tool_calls_merge_by_index(server: LoopbackServer) -> None:
+async def test_split_tool_calls_merge_by_index(server: OpenAIServer) -> None:
     d, t = server.delta, server.tool
     server.stream(
         d("Reading both."),
@@ -189,7 +189,7 @@ async def test_split_tool_calls_merge_by_index(server: LoopbackServer) -> None:
     )
 
 
-async def test_tool_call_quirks(server: LoopbackServer) -> None:
+async def test_tool_call_quirks(server: OpenAIServer) -> None:
     """No index or a null one (position instead), the id on a later fragment, a
     repeated name, an empty fragment, arguments sent as an object, and tool calls in
     the same chunk as their finish."""
@@ -228,7 +228,7 @@ async def test_tool_call_quirks(server: LoopbackServer) -> None:
     )
 
 
-async def test_tool_call_with_text_content_alongside(server: LoopbackServer) -> None:
+async def test_tool_call_with_text_content_alongside(server: OpenAIServer) -> None:
     """Text and a tool call in one delta: the text block closes when the call starts."""
     d, t = server.delta, server.tool
     server.stream(
@@ -247,7 +247,7 @@ async def test_tool_call_with_text_content_alongside(server: LoopbackServer) -> 
     ]
 
 
-async def test_length_is_max_tokens_even_without_content(server: LoopbackServer) -> None:
+async def test_length_is_max_tokens_even_without_content(server: OpenAIServer) -> None:
     d = server.delta
     server.stream(d(None, reasoning="long thought"), d(finish="length"), "[DONE]")
     chunks = await server.run()
@@ -265,7 +265,7 @@ async def test_length_is_max_tokens_even_without_content(server: LoopbackServer)
     ],
 )
 async def test_other_finish_reasons_are_errors(
-    server: LoopbackServer, reason: str, code: str
+    server: OpenAIServer, reason: str, code: str
 ) -> None:
     server.stream(server.delta("partial"), server.delta(finish=reason), "[DONE]")
     chunks = await server.run()
@@ -276,7 +276,7 @@ async def test_other_finish_reasons_are_errors(
 
 
 @pytest.mark.parametrize("kind", ["stop", "tool_calls"])
-async def test_an_empty_answer_is_an_error(server: LoopbackServer, kind: str) -> None:
+async def test_an_empty_answer_is_an_error(server: OpenAIServer, kind: str) -> None:
     d = server.delta
     server.stream(
         d("", role="assistant"),
@@ -295,7 +295,7 @@ async def test_an_empty_answer_is_an_error(server: LoopbackServer, kind: str) ->
     )
 
 
-async def test_done_without_a_finish_reason_is_interrupted(server: LoopbackServer) -> None:
+async def test_done_without_a_finish_reason_is_interrupted(server: OpenAIServer) -> None:
     server.stream(server.delta("cut"), server.usage(3, 1), "[DONE]")
     chunks = await server.run()
     # The open block stays open: it is not complete.
@@ -306,19 +306,19 @@ async def test_done_without_a_finish_reason_is_interrupted(server: LoopbackServe
     assert "no finish_reason" in got.message
 
 
-async def test_eof_without_done_or_finish_is_interrupted(server: LoopbackServer) -> None:
+async def test_eof_without_done_or_finish_is_interrupted(server: OpenAIServer) -> None:
     server.stream(server.delta("cut"))
     chunks = await server.run()
     assert [type(c) for c in chunks] == [BlockStart, TextDelta, Finish]
     assert final_failure(chunks).code == "STREAM_INTERRUPTED"
 
 
-async def test_eof_after_a_finish_without_done_is_fine(server: LoopbackServer) -> None:
+async def test_eof_after_a_finish_without_done_is_fine(server: OpenAIServer) -> None:
     server.stream(server.delta("ok"), server.delta(finish="stop"))
     assert (await server.run())[-1] == Finish("stop")
 
 
-async def test_sse_framing_variants(server: LoopbackServer) -> None:
+async def test_sse_framing_variants(server: OpenAIServer) -> None:
     """``data:`` without a space, a payload split over two data lines, other fields,
     ``\\r\\n`` line ends, a stray blank line, and a last event the server closes
     right after (no blank line)."""
@@ -339,12 +339,12 @@ async def test_sse_framing_variants(server: LoopbackServer) -> None:
     ]
 
 
-async def test_done_the_server_closes_right_after(server: LoopbackServer) -> None:
+async def test_done_the_server_closes_right_after(server: OpenAIServer) -> None:
     server.stream(server.delta("ok", finish="stop"), b"data: [DONE]")
     assert (await server.run())[-1] == Finish("stop")
 
 
-async def test_nothing_after_the_finish_reason_but_usage(server: LoopbackServer) -> None:
+async def test_nothing_after_the_finish_reason_but_usage(server: OpenAIServer) -> None:
     d = server.delta
     server.stream(d("a"), d(finish="stop"), d("late"), server.usage(1, 1), "[DONE]")
     chunks = await server.run()
@@ -357,7 +357,7 @@ async def test_nothing_after_the_finish_reason_but_usage(server: LoopbackServer)
     ]
 
 
-async def test_only_the_first_choice_counts(server: LoopbackServer) -> None:
+async def test_only_the_first_choice_counts(server: OpenAIServer) -> None:
     two = server.delta("first")
     two["choices"].append({"index": 1, "delta": {"content": "second"}, "finish_reason": None})
     server.stream(two, server.delta(finish="stop"), "[DONE]")
@@ -404,7 +404,7 @@ def _choice(**fields: Any) -> dict[str, Any]:
     ],
 )
 async def test_wrong_shaped_payloads_are_bad_responses(
-    server: LoopbackServer, payload: Any, problem: str
+    server: OpenAIServer, payload: Any, problem: str
 ) -> None:
     server.stream(server.delta("before"), server.usage(2, 2), payload, server.delta("after"))
     chunks = await server.run()
@@ -416,7 +416,7 @@ async def test_wrong_shaped_payloads_are_bad_responses(
 
 
 @HTTPX_GC_WARNING
-async def test_a_long_non_json_payload_is_quoted_shortly(server: LoopbackServer) -> None:
+async def test_a_long_non_json_payload_is_quoted_shortly(server: OpenAIServer) -> None:
     server.stream(f"x{'y' * 1000}")
     got = final_failure(await server.run())
     assert got.code == "BAD_RESPONSE"
@@ -434,7 +434,7 @@ async def test_a_long_non_json_payload_is_quoted_shortly(server: LoopbackServer)
     ],
 )
 async def test_an_error_object_mid_stream_is_a_server_error(
-    server: LoopbackServer, error: Any, text: str
+    server: OpenAIServer, error: Any, text: str
 ) -> None:
     server.stream(server.delta("so far"), {"error": error}, headers={"x-request-id": "req-mid"})
     chunks = await server.run()
@@ -455,7 +455,7 @@ async def test_an_error_object_mid_stream_is_a_server_error(
     ],
 )
 async def test_a_body_without_events_is_a_bad_response(
-    server: LoopbackServer, body: bytes, content_type: str | None, expected: str
+    server: OpenAIServer, body: bytes, content_type: str | None, expected: str
 ) -> None:
     headers = {} if content_type is None else {"Content-Type": content_type}
     server.reply(200, body, headers)
@@ -466,7 +466,7 @@ async def test_a_body_without_events_is_a_bad_response(
 
 
 @HTTPX_GC_WARNING
-async def test_an_undecodable_body_is_a_bad_response(server: LoopbackServer) -> None:
+async def test_an_undecodable_body_is_a_bad_response(server: OpenAIServer) -> None:
     server.stream(b"this is not gzip", headers={"Content-Encoding": "gzip"})
     got = final_failure(await server.run())
     assert got.code == "BAD_RESPONSE"

@@ -51,12 +51,22 @@ async def test_create_scope_is_synchronous_and_exposes_key_and_ctx() -> None:
         assert scope.ctx.scope is key
         assert scope.ctx.fiber is scope.fiber
         assert scope.fiber.parent is root.fiber
-        # Usable at once, before the scope's fiber has even finished loading.
+        # Active at once: its fiber loaded before create_scope returned.
+        assert scope.fiber.state is dsh.FiberState.ACTIVE
         log: list[str] = []
         scope.ctx.effect(undo_recorder(log, "undone"))
         await scope.fiber
-        assert scope.fiber.state is dsh.FiberState.ACTIVE
         await scope.dispose()
+        assert log == ["undone"]
+
+
+async def test_disposing_a_scope_with_synchronous_undos_finishes_in_the_call() -> None:
+    log: list[str] = []
+    async with dsh.Context() as root:
+        scope = create_scope(root, object())
+        scope.ctx.effect(undo_recorder(log, "undone"))
+        scope.fiber.dispose()  # not awaited
+        assert scope.fiber.state is dsh.FiberState.DISPOSED
         assert log == ["undone"]
 
 
@@ -142,7 +152,6 @@ async def test_dispose_is_idempotent() -> None:
 
 
 async def test_dispose_right_after_create() -> None:
-    # Disposing before the scope's fiber had a chance to load.
     key = object()
     log: list[str] = []
     async with dsh.Context() as root:

@@ -14,12 +14,14 @@ from dsh_llm import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from dsh_session import (
     COMMIT_EVENTS,
     EVENT_TYPES,
+    EventLog,
     Session,
     SessionError,
     SessionEvent,
     SessionHeader,
     Sessions,
 )
+from tests.plugins.session.session_support import fresh
 
 pytestmark = pytest.mark.anyio
 
@@ -63,10 +65,6 @@ def result(call_id: str, content: str, step: int = 1) -> dict[str, Any]:
         "content": content,
         "is_error": False,
     }
-
-
-def fresh() -> Session:
-    return Session(SessionHeader("s", 0.0))
 
 
 # -- the log ------------------------------------------------------------------------------
@@ -260,6 +258,35 @@ async def test_create_get_list_and_publish() -> None:
         assert heard.events == [(session, event)]
 
 
+async def test_a_scoped_listener_hears_only_the_sessions_of_its_scope() -> None:
+    mine, other = object(), object()
+    async with store() as (root, sessions, heard):
+        scoped: list[tuple[str, Session]] = []
+
+        def on_event(session: Session, event: SessionEvent) -> None:
+            scoped.append((event.type, session))
+
+        root.scoped(mine).on("session/created", lambda s: scoped.append(("created", s)))
+        root.scoped(mine).on("session/event", on_event)
+        root.scoped(mine).on("session/disposed", lambda s: scoped.append(("disposed", s)))
+        own = root.scoped(mine).sessions.prepare(id="own")
+        leave_own = root.scoped(mine).sessions.enter(own)
+        theirs = root.scoped(other).sessions.create(id="theirs")
+        unscoped = sessions.create(id="global")
+        for session in (own, theirs, unscoped):
+            session.append("turn/start", {"turn": 1})
+        await leave_own()
+        assert scoped == [("created", own), ("turn/start", own), ("disposed", own)]
+        # A global listener hears every session.
+        assert [s.id for s, _ in heard.events] == ["own", "theirs", "global"]
+        assert [s.id for s in heard.created] == ["own", "theirs", "global"]
+        assert [s.id for s in heard.disposed] == ["own"]
+        # Back out of the store and in globally: the session is no longer scoped.
+        sessions.enter(own)
+        own.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        assert len(scoped) == 3
+
+
 async def test_a_duplicate_id_is_refused() -> None:
     async with store() as (_root, sessions, heard):
         sessions.create(id="one")
@@ -333,7 +360,7 @@ async def test_a_session_leaves_the_store_with_its_owner() -> None:
 # -- resume -------------------------------------------------------------------------------
 
 
-def stored_log() -> tuple[SessionHeader, list[SessionEvent]]:
+def stored_log() -> tuple[SessionHeader, EventLog]:
     session = Session(SessionHeader("stored", 1.0, "/srv"))
     session.append("turn/start", {"turn": 1})
     session.append("user/message", user("hi"))
@@ -368,8 +395,8 @@ async def test_resume_loads_through_session_open() -> None:
 
 async def test_resume_closes_a_turn_left_open_and_publishes_the_closing_events() -> None:
     async with store() as (root, sessions, heard):
-        header, events = stored_log()
-        events = [*events, SessionEvent(3, "turn/start", 2.0, {"turn": 2})]
+        header, stored = stored_log()
+        events = [*stored, SessionEvent(3, "turn/start", 2.0, {"turn": 2})]
 
         def open_session(session_id: str) -> Any:
             return header, events
@@ -382,8 +409,8 @@ async def test_resume_closes_a_turn_left_open_and_publishes_the_closing_events()
 
 async def test_a_resume_whose_repair_cannot_be_recorded_leaves_nothing_behind() -> None:
     async with store() as (root, sessions, _heard):
-        header, events = stored_log()
-        events = [*events, SessionEvent(3, "turn/start", 2.0, {"turn": 2})]
+        header, stored = stored_log()
+        events = [*stored, SessionEvent(3, "turn/start", 2.0, {"turn": 2})]
         failing = [True]
 
         def open_session(session_id: str) -> Any:

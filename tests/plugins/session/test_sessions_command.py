@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -9,8 +10,9 @@ import pytest
 
 from dsh import cli
 from dsh.testing import write_deployment
-from dsh_session._cli import describe_session
-from tests.support import HELLO, echo_deployment
+from dsh_llm import Usage
+from dsh_session import TITLE_CHARS, describe_session, short_title
+from tests.support import HELLO, echo_deployment, run_dsh, run_dsh_into_closed_pipe
 
 
 def test_sessions_and_resume(
@@ -26,14 +28,20 @@ def test_sessions_and_resume(
     assert cli.main(["sessions", str(path)]) == 0
     line = capsys.readouterr().out
     session_id = line.split()[0]
-    assert "  1 turn  agent main  model echo-mock" in line
+    # The echo model reports 1 input token (one message) and 1 output token for its
+    # tool call, then 10 and 5 (words) for "The echo tool returned: one".
+    assert line.endswith(
+        f'  1 turn  tokens 11 in / 6 out  agent main  model echo-mock  cwd {tmp_path}  "echo one"\n'
+    )
     assert "interrupted" not in line
-    assert cli.main(["run", str(path), "--resume", session_id, "-p", "echo two"]) == 0
+    # A unique start of the id is enough.
+    assert cli.main(["run", str(path), "--resume", session_id[:6], "-p", "echo two"]) == 0
     captured = capsys.readouterr()
     assert captured.out == "The echo tool returned: two\n"
     assert f'resumed session {session_id} (1 turn) as agent "main"' in captured.err
+    assert captured.err.endswith(f"session: {session_id}\n")
     assert cli.main(["sessions", str(path)]) == 0
-    assert "  2 turns  agent main" in capsys.readouterr().out
+    assert "  2 turns  tokens 26 in / 12 out  agent main" in capsys.readouterr().out
     # A session whose file cannot be read is listed as such; an unknown id fails.
     broken = tmp_path / "stored" / "broken"
     broken.mkdir()
@@ -44,7 +52,7 @@ def test_sessions_and_resume(
     assert 'no stored session "nope"' in capsys.readouterr().err
 
 
-def test_sessions_describe_open_turns_and_cwd() -> None:
+def test_sessions_describe_open_turns_cwd_title_and_tokens() -> None:
     item = SimpleNamespace(
         id="s1",
         error=None,
@@ -53,13 +61,72 @@ def test_sessions_describe_open_turns_and_cwd() -> None:
         turns=1,
         cwd="/srv/app",
         open=True,
+        title=None,
+        usage=None,
     )
     assert describe_session(item) == (
-        "s1  -  1 turn  agent -  model -  cwd /srv/app  last turn interrupted (closed on resume)"
+        "s1  -  1 turn  tokens -  agent -  model -  cwd /srv/app  "
+        "last turn interrupted (closed on resume)"
     )
-    # A session stored without a cwd (older ones, or made in code) just omits it.
-    item.cwd, item.open, item.turns = None, False, 2
-    assert describe_session(item) == "s1  -  2 turns  agent -  model -"
+    # A session stored without a cwd (older ones, or made in code) just omits it; so
+    # does one whose first message is only whitespace.
+    item.cwd, item.open, item.turns, item.title = None, False, 2, " \n "
+    item.usage = Usage(1200, 30, cache_read_tokens=5)
+    assert describe_session(item) == "s1  -  2 turns  tokens 1200 in / 30 out  agent -  model -"
+    item.title = "review this\n\n<stdin>\n" + "word " * 20
+    assert describe_session(item).endswith(
+        '  "review this <stdin> word word word word word word word word…"'
+    )
+    assert short_title("short  and\tsweet") == "short and sweet"
+    assert short_title("x" * 61) == "x" * 59 + "…"
+    assert len(short_title("y" * 60)) == TITLE_CHARS
+
+
+def test_resume_by_prefix_and_continue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
+    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
+    assert cli.main(["run", str(path), "--continue", "-p", "hi"]) == 1
+    assert capsys.readouterr().err == (
+        f"{path}: --continue: there is no stored session to continue (dsh sessions lists them)\n"
+    )
+    assert cli.main(["run", str(path), "-p", "echo first"]) == 0
+    first = capsys.readouterr().err.splitlines()[-1].removeprefix("session: ")
+    assert cli.main(["run", str(path), "-p", "echo second"]) == 0
+    second = capsys.readouterr().err.splitlines()[-1].removeprefix("session: ")
+    assert cli.main(["run", str(path), "-c", "-p", "echo third"]) == 0
+    captured = capsys.readouterr()
+    assert f'resumed session {second} (1 turn) as agent "main"' in captured.err
+    assert cli.main(["run", str(path), "--continue", "-p", "echo fourth"]) == 0
+    assert f"resumed session {second} (2 turns)" in capsys.readouterr().err
+    # Sessions whose ids share a start: that start is ambiguous, a longer one is not.
+    for sid in (first, second):
+        (tmp_path / "stored" / sid).rename(tmp_path / "stored" / f"same{sid}")
+        records = (tmp_path / "stored" / f"same{sid}" / "session.jsonl").read_text()
+        (tmp_path / "stored" / f"same{sid}" / "session.jsonl").write_text(
+            records.replace(f'"id":"{sid}"', f'"id":"same{sid}"', 1)
+        )
+    assert cli.main(["run", str(path), "--resume", "same", "-p", "hi"]) == 1
+    ids = ", ".join(sorted(f"same{sid}" for sid in (first, second)))
+    assert capsys.readouterr().err == (
+        f'the session id prefix "same" is ambiguous: it starts {ids}; give more of the id\n'
+    )
+    assert cli.main(["run", str(path), "--resume", f"same{first[:4]}", "-p", "echo x"]) == 0
+    assert f"resumed session same{first} (1 turn)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        cli.main(["run", str(path), "--continue", "--resume", "x"])
+    assert info.value.code == 2
+    assert "argument --resume: not allowed with argument -c/--continue" in (capsys.readouterr().err)
+
+
+def test_sessions_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
+    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
+    assert run_dsh("run", str(path), "-p", "echo hi", cwd=tmp_path).returncode == 0
+    done = run_dsh_into_closed_pipe("sessions", str(path), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")
 
 
 def test_sessions_and_resume_need_their_plugins(
@@ -74,3 +141,21 @@ def test_sessions_and_resume_need_their_plugins(
     broken = write_deployment(tmp_path, "- {name: nothing-like-this}\n")
     assert cli.main(["sessions", str(broken)]) == 1
     assert 'unknown plugin "nothing-like-this"' in capsys.readouterr().err
+
+
+def test_continue_after_a_turn_that_got_no_answer_with_another_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
+    path = echo_deployment(tmp_path, "{model: unknown-model}", extra)
+    assert cli.main(["run", str(path), "-p", "echo lost"]) == 1
+    session_id = capsys.readouterr().err.splitlines()[-1].removeprefix("session: ")
+    assert cli.main(["run", str(path), "--continue", "-m", "echo-mock", "-p", "echo x"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "The echo tool returned: x\n"
+    assert (
+        "the last turn ended before the model answered; its message is not part of the "
+        "conversation (send it again if you still want it): 'echo lost'"
+    ) in captured.err
+    assert captured.err.endswith(f"session: {session_id}\n")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm import Message
+from dsh_llm import Message, TextBlock, Usage
 from dsh_session import EVENT_TYPES
 from dsh_session._persistence import FIELDS
 from dsh_session_jsonl import (
@@ -18,6 +18,7 @@ from dsh_session_jsonl import (
     list_sessions,
 )
 from dsh_session_jsonl._format import InvalidRecord, parse_event, parse_log
+from dsh_session_jsonl._listing import _scan
 from tests.plugins.session_jsonl.jsonl_support import (
     event_record,
     header_record,
@@ -123,7 +124,8 @@ HEADER = {"type": "session", "version": 1, "id": "s", "created_at": 1.0}
         (b"{nope\n", "the header is not JSON"),
         (record_line([HEADER]) + b"\n", "line 1 is not a session header"),
         (record_line({**HEADER, "type": "turn/start"}) + b"\n", "line 1 is not a session header"),
-        (record_line({**HEADER, "version": 2}) + b"\n", "unsupported format version 2"),
+        (record_line({**HEADER, "version": 3}) + b"\n", "unsupported format version 3"),
+        (record_line({**HEADER, "version": True}) + b"\n", "unsupported format version True"),
         (record_line({k: v for k, v in HEADER.items() if k != "version"}) + b"\n", "version None"),
         (record_line({**HEADER, "id": "t"}) + b"\n", "the header names session 't'"),
         (record_line({**HEADER, "created_at": "x"}) + b"\n", "created_at or cwd is malformed"),
@@ -142,7 +144,11 @@ def test_a_full_header_is_read_back() -> None:
     assert parsed.header.to_json() == {
         k: v for k, v in header.items() if k not in ("type", "version")
     }
-    assert (parsed.events, parsed.length, parsed.notes) == ([], len(record_line(header)) + 1, [])
+    assert (list(parsed.events), parsed.length, parsed.notes) == (
+        [],
+        len(record_line(header)) + 1,
+        [],
+    )
 
 
 # -- listing -----------------------------------------------------------------------------
@@ -225,3 +231,54 @@ def test_list_sessions_of_a_root_that_is_not_a_directory(tmp_path: Path) -> None
     root.write_text("x")
     with pytest.raises(SessionReadError, match="cannot list the session root"):
         list_sessions(root)
+
+
+def test_list_sessions_reads_the_title_and_sums_the_usage(tmp_path: Path) -> None:
+    def user(seq: int, text: str, **more: str) -> dict[str, object]:
+        data = {"turn": 1, "message": Message.user(text).to_json(), **more}
+        return event_record(seq, "user/message", data)
+
+    def answer(seq: int, usage: object = None, **more: str) -> dict[str, object]:
+        data: dict[str, object] = {
+            "turn": 1,
+            "step": 1,
+            "message": Message("assistant", (TextBlock("ok"),)).to_json(),
+            **more,
+        }
+        if usage is not None:
+            data["usage"] = usage
+        return event_record(seq, "assistant/message", data)
+
+    write_session_file(
+        tmp_path,
+        "s",
+        [
+            header_record("s"),
+            event_record(0, "turn/start", {"turn": 1}),
+            # A damaged first user message (not a valid message) is not the title.
+            event_record(1, "user/message", {"turn": 1, "message": "broken"}),
+            user(2, "x" * 300),
+            # Lines that only mention the types are not counted.
+            user(3, "a later one", usage="assistant/message"),
+            answer(4, {"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 5}),
+            answer(5, note="usage"),
+            answer(6, {"input_tokens": "many"}),
+            answer(7, {"input_tokens": 3, "output_tokens": 4}),
+            event_record(8, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+        ],
+    )
+    (summary,) = list_sessions(tmp_path)
+    assert summary.title == "x" * 200
+    assert summary.usage == Usage(13, 6, 5, 0, 0)
+    write_session_file(tmp_path, "quiet", [header_record("quiet"), answer(0)])
+    quiet = next(s for s in list_sessions(tmp_path) if s.id == "quiet")
+    assert (quiet.title, quiet.usage) == (None, None)
+
+
+def test_the_listing_scan_stops_at_the_size_it_was_given(tmp_path: Path) -> None:
+    first = record_line(event_record(0, "user/message", {"turn": 1, "message": USER})) + b"\n"
+    path = tmp_path / "log"
+    path.write_bytes(first + first)
+    with path.open("rb") as file:
+        assert _scan(file, 0, len(first) - 1) == (None, None)  # a record still being written
+        assert _scan(file, 0, len(first)) == ("hi", None)

@@ -16,6 +16,7 @@ from dsh_llm import Message
 from dsh_session import Sessions
 from dsh_session_jsonl import (
     FILE_NAME,
+    FORMAT_VERSION,
     JsonlSessions,
     SessionExistsError,
     SessionIdError,
@@ -46,7 +47,7 @@ async def test_the_file_layout(tmp_path: Path) -> None:
     lines = file_records(path)
     assert lines[0] == {
         "type": "session",
-        "version": 1,
+        "version": FORMAT_VERSION,
         "id": session.id,
         "created_at": session.header.created_at,
         "cwd": "/work",

@@ -11,7 +11,7 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -482,7 +482,7 @@ async def test_concurrent_readers_while_a_writer_appends(store: SqliteStore) -> 
     readers, turns = 3, 12
     progress = Progress(readers)
     stop = threading.Event()
-    snapshots: list[list[list[SessionEvent]]] = [[] for _ in range(readers)]
+    snapshots: list[list[Sequence[SessionEvent]]] = [[] for _ in range(readers)]
     listed: list[int] = []
 
     def read(reader: int) -> None:
@@ -548,11 +548,12 @@ def test_dsh_sessions_lists_and_resumes_from_sqlite(
     assert cli.main(["sessions", str(path)]) == 0
     line = capsys.readouterr().out
     session_id = line.split()[0]
-    assert "  1 turn  agent main  model echo-mock" in line
+    assert "  1 turn  tokens 11 in / 6 out  agent main  model echo-mock" in line
+    assert line.endswith('  "echo one"\n')
     assert cli.main(["run", str(path), "--resume", session_id, "-p", "echo two"]) == 0
     assert capsys.readouterr().out == "The echo tool returned: two\n"
     assert cli.main(["sessions", str(path)]) == 0
-    assert "  2 turns  agent main" in capsys.readouterr().out
+    assert "  2 turns  tokens 26 in / 12 out  agent main" in capsys.readouterr().out
 
 
 # -- leases ------------------------------------------------------------------------------

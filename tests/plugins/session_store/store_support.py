@@ -20,9 +20,18 @@ from typing import Any, ClassVar
 
 from dsh import Context, Fiber
 from dsh_llm import Message, TextBlock, ToolCallBlock
-from dsh_session import Session, SessionEvent, SessionHeader, Sessions, SessionSummary
+from dsh_session import (
+    CHUNKS_ROW,
+    ChunkRun,
+    Session,
+    SessionEvent,
+    SessionHeader,
+    Sessions,
+    SessionSummary,
+)
 from dsh_session_jsonl import FILE_NAME, JsonlSessions
 from dsh_session_jsonl import list_sessions as jsonl_list
+from dsh_session_jsonl._format import READ_VERSIONS
 from dsh_session_sqlite import SqliteSessions
 from dsh_session_sqlite import list_sessions as sqlite_list
 from dsh_session_sqlite._db import prepare
@@ -58,6 +67,8 @@ class Store(ABC):
     logger: ClassVar[str]
     #: What a listing reports for the entry :meth:`store_unreadable` made.
     unreadable: ClassVar[str]
+    #: Whether the backend stores the chunks of a step packed (``assistant/chunks``).
+    packs: ClassVar[bool]
 
     def __init__(self, base: Path) -> None:
         self.base = base
@@ -111,7 +122,12 @@ class Store(ABC):
 
     @abstractmethod
     def records(self, session_id: str) -> list[Record]:
-        """The event records stored for ``session_id`` (as JSON values)."""
+        """The event records stored for ``session_id`` (as JSON values), one per event:
+        a packed row of chunks gives one record per chunk."""
+
+    def rows(self, session_id: str) -> list[Record]:
+        """The records stored for ``session_id`` as stored (packed rows kept)."""
+        return self.records(session_id)
 
     @abstractmethod
     def header(self, session_id: str) -> Record:
@@ -148,6 +164,7 @@ class JsonlStore(Store):
     plugin = JsonlSessions
     logger = "dsh.session-jsonl"
     unreadable = "line 1 is not a session header"
+    packs = True
 
     def config(self) -> dict[str, Any]:
         return {"root": str(self.base)}
@@ -188,12 +205,23 @@ class JsonlStore(Store):
         raw = Path(self.location(session_id)).read_bytes()
         return [json.loads(line) for line in raw.splitlines()]
 
-    def records(self, session_id: str) -> list[Record]:
+    def rows(self, session_id: str) -> list[Record]:
         return self._all(session_id)[1:]
+
+    def records(self, session_id: str) -> list[Record]:
+        out: list[Record] = []
+        for row in self.rows(session_id):
+            if row["type"] == CHUNKS_ROW:
+                run = ChunkRun.from_json(row["seq"], row["time"], row["data"])
+                out.extend(json.loads(json.dumps(event.to_json())) for event in run)
+            else:
+                out.append(row)
+        return out
 
     def header(self, session_id: str) -> Record:
         header = self._all(session_id)[0]
-        assert (header.pop("type"), header.pop("version")) == ("session", 1)
+        assert header.pop("type") == "session"
+        assert header.pop("version") in READ_VERSIONS
         return header
 
     def exists(self, session_id: str) -> bool:
@@ -221,6 +249,7 @@ class SqliteStore(Store):
     plugin = SqliteSessions
     logger = "dsh.session-sqlite"
     unreadable = "the session's meta is not a JSON object"
+    packs = False
 
     @property
     def path(self) -> Path:
@@ -413,7 +442,7 @@ def one_and_a_half_turns(session: Session) -> None:
     turn(session, 2, close=False)
 
 
-def same(a: list[SessionEvent], b: list[SessionEvent]) -> bool:
+def same(a: Sequence[SessionEvent], b: Sequence[SessionEvent]) -> bool:
     return [e.to_json() for e in a] == [e.to_json() for e in b]
 
 

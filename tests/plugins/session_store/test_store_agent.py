@@ -35,7 +35,11 @@ async def test_an_agent_turn_is_persisted_and_resumed(store: Store, tmp_path: Pa
         events = json_records(session)
     assert messages[-1].text == "The echo tool returned: hello"
     assert store.header(session.id)["meta"] == {"agent": "main", "model": "echo-mock"}
+    # Read back, the stored records are the events; session-jsonl packs each step's
+    # chunks into one row (two steps: two rows), session-sqlite keeps a row per chunk.
     assert store.records(session.id) == events
+    packed = [r["type"] for r in store.rows(session.id)].count("assistant/chunks")
+    assert packed == (2 if store.packs else 0)
 
     async with dsh.Context() as ctx:
         await dsh.load_deployment(yml, ctx)

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from dsh import Context, FiberState
+from dsh_llm import Message, TextBlock, TextDelta, Usage
 from dsh_session import (
+    ChunkRun,
     Session,
     SessionCorruptError,
     SessionDataError,
@@ -483,6 +485,85 @@ async def test_the_store_lists_stored_sessions_most_recent_first(store: Store) -
         assert len(ctx.sessions.stored()) == 5
         await fiber.dispose()
         assert ctx.sessions.stored() == []  # the listener left with the plugin
+
+
+def test_a_listing_reads_the_title_and_sums_the_usage(store: Store) -> None:
+    def record(seq: int, kind: str, data: dict[str, Any]) -> Record:
+        return {"seq": seq, "type": kind, "time": float(seq), "data": data}
+
+    def user(seq: int, text: str, **more: str) -> Record:
+        data = {"turn": 1, "message": Message.user(text).to_json(), **more}
+        return record(seq, "user/message", data)
+
+    def answer(seq: int, usage: object = None, **more: object) -> Record:
+        message = Message("assistant", (TextBlock("ok"),)).to_json()
+        data: dict[str, object] = {"turn": 1, "step": 1, "message": message, **more}
+        if usage is not None:
+            data["usage"] = usage
+        return record(seq, "assistant/message", data)
+
+    store.store(
+        "s",
+        [
+            record(0, "turn/start", {"turn": 1}),
+            # A damaged first user message (not a valid message) is not the title.
+            record(1, "user/message", {"turn": 1, "message": "broken"}),
+            user(2, "x" * 300),
+            # Records that only mention the types are not counted.
+            user(3, "a later one", usage="assistant/message"),
+            answer(4, {"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 5}),
+            answer(5, note="usage"),
+            answer(6, {"input_tokens": "many"}),
+            answer(7, {"input_tokens": 3, "output_tokens": 4}),
+            # A damaged answer's usage is not counted either.
+            answer(8, {"input_tokens": 100, "output_tokens": 100}, message="broken"),
+            record(9, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+        ],
+    )
+    store.store("quiet", [answer(0)])
+    summaries = {s.id: s for s in store.summaries()}
+    assert summaries["s"].title == "x" * 200
+    assert summaries["s"].usage == Usage(13, 6, 5, 0, 0)
+    assert (summaries["quiet"].title, summaries["quiet"].usage) == (None, None)
+
+
+async def test_a_packed_row_of_chunks_is_read_by_every_store(store: Store) -> None:
+    # session-jsonl writes the chunks of a step as one row; any store reads one back.
+    run = ChunkRun(2, 10.0, 1, 1)
+    for piece, when in (("Hel", 10.0), ("lo", 10.25)):
+        run.add(TextDelta(0, piece), when)
+    run.close()
+    answer = Message("assistant", (TextBlock("Hello"),))
+    store.store(
+        "packed",
+        [
+            {"seq": 0, "type": "turn/start", "time": 9.0, "data": {"turn": 1}},
+            {"seq": 1, "type": "step/start", "time": 9.5, "data": {"turn": 1, "step": 1}},
+            run.to_json(),
+            {
+                "seq": 4,
+                "type": "assistant/message",
+                "time": 10.5,
+                "data": {"turn": 1, "step": 1, "message": answer.to_json()},
+            },
+        ],
+    )
+    (summary,) = store.summaries()
+    assert (summary.events, summary.turns, summary.open) == (5, 1, True)
+    async with store.runtime() as (_, sessions, _):
+        loaded = await sessions.load("packed")
+        assert [e.type for e in loaded.events][2:4] == ["assistant/chunk"] * 2
+        assert [e.data["chunk"]["text"] for e in loaded.events[2:4]] == ["Hel", "lo"]
+        assert loaded.events[3].time == 10.25
+        assert loaded.derive_messages() == [answer]
+    # A packed row last: the listing reports its last chunk.
+    tail = ChunkRun(0, 20.0, 1, 1)
+    tail.add(TextDelta(0, "x"), 20.0)
+    tail.add(TextDelta(0, "y"), 20.5)
+    tail.close()
+    store.store("chunks-last", [tail.to_json()], created=3.0)
+    last = next(s for s in store.summaries() if s.id == "chunks-last")
+    assert (last.events, last.last_activity, last.open) == (2, 20.5, True)
 
 
 async def test_an_empty_store_lists_nothing(store: Store) -> None:

@@ -9,14 +9,16 @@ import pytest
 
 from dsh import _commands, cli
 from dsh.testing import write_deployment
-from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment
+from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment, without_session_line
 
 
 def test_run_one_shot(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", str(ECHO), "-p", "echo hello"]) == 0
     captured = capsys.readouterr()
     assert captured.out == "The echo tool returned: hello\n"
-    assert captured.err == '[tool] echo {"text": "hello"}\n[tool] echo -> hello\n'
+    assert without_session_line(captured.err) == (  # the session id: what --resume takes
+        '[tool] echo {"text": "hello"}\n[tool] echo -> hello\n'
+    )
 
 
 def test_run_repl_reads_stdin(
@@ -68,6 +70,17 @@ def test_run_uses_the_deployment_front_end(
     path = echo_deployment(tmp_path, TWO_AGENTS, extra)
     assert cli.main(["run", str(path), "-p", "echo from b"]) == 0
     assert capsys.readouterr().out == "The echo tool returned: from b\n"
+
+
+def test_run_refuses_a_deployment_with_another_front_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = echo_deployment(tmp_path, TWO_AGENTS, "- {id: editor, name: acp}\n")
+    assert cli.main(["run", str(path), "-p", "hi"]) == 1
+    assert capsys.readouterr().err == (
+        f'{path}: the deployment has another front-end ("acp"); dsh run talks through '
+        "stdio-agent: remove that entry (or run the command it is for, such as dsh acp)\n"
+    )
 
 
 def test_run_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

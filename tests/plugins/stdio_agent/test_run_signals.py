@@ -14,6 +14,7 @@ import pytest
 
 from dsh.testing import write_deployment
 from tests.plugins.session_jsonl.jsonl_support import file_records
+from tests.support import run_dsh_into_closed_pipe, stored_seqs
 
 PLUGINS = '''\
 import sys
@@ -78,6 +79,7 @@ def start_run(path: Path, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "dsh", "run", str(path), *args],
         cwd=path.parent,
+        stdin=subprocess.DEVNULL,  # not the test runner's: -p would read a pipe as context
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -116,7 +118,8 @@ def test_sigterm_mid_turn_records_the_turn_end(tmp_path: Path) -> None:
     written = session_records(tmp_path)
     assert written[-1]["type"] == "turn/end"
     assert written[-1]["data"]["reason"] == {"kind": "aborted", "reason": "disposed"}
-    assert [r["seq"] for r in written] == list(range(len(written)))
+    seqs = stored_seqs(written)  # contiguous, a packed row of chunks counting each chunk
+    assert seqs == list(range(len(seqs)))
 
 
 def test_sigkill_while_a_tool_runs_is_repaired_on_resume(tmp_path: Path) -> None:
@@ -136,6 +139,7 @@ def test_sigkill_while_a_tool_runs_is_repaired_on_resume(tmp_path: Path) -> None
     done = subprocess.run(
         [sys.executable, "-m", "dsh", "run", str(path), "--resume", session, "-p", "go on"],
         cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
@@ -153,18 +157,8 @@ def test_sigkill_while_a_tool_runs_is_repaired_on_resume(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("command", [["plugins"], ["--help"]])
 def test_a_reader_that_goes_away_ends_the_output_quietly(command: list[str]) -> None:
-    read, write = os.pipe()
-    os.close(read)  # nobody reads: the first write fails with EPIPE
-    done = subprocess.run(
-        [sys.executable, "-m", "dsh", *command],
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},  # each line is written at once
-        stdout=write,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    os.close(write)
+    # Unbuffered: each line is written at once, so the first write fails with EPIPE.
+    done = run_dsh_into_closed_pipe(*command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert "Traceback" not in done.stderr
     assert "BrokenPipeError" not in done.stderr
     assert done.returncode in (0, 128 + signal.SIGPIPE)

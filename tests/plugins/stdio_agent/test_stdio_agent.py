@@ -330,12 +330,16 @@ async def test_repl_sends_lines_and_runs_commands() -> None:
         assert [session.turn_end(n) for n in (1, 2)] == [{"kind": "completed"}] * 2
 
 
-async def test_repl_exits_0_at_end_of_input_even_after_a_failed_turn() -> None:
-    async with front_rig([Finish("error", LlmFailure(message="down", code="DOWN"))]) as r:
-        r.lines.feed("hi")
+async def test_a_piped_repl_exits_with_its_worst_turn_and_a_terminal_one_with_0() -> None:
+    failed = [Finish("error", LlmFailure(message="down", code="DOWN"))]
+    async with front_rig(failed, text("fine")) as r:
+        r.lines.feed("hi", "again")
         r.lines.close()
-        assert await r.front.run() == EXIT_OK
+        assert await r.front.run() == EXIT_FAILED  # the later success does not hide it
         assert r.err.getvalue() == "[error] down (code DOWN)\n"
+    async with front_rig(failed, interactive=True) as r:
+        r.lines.feed("hi", "/exit")
+        assert await r.front.run() == EXIT_OK  # the user saw it
 
 
 async def test_interactive_repl_shows_banner_and_prompt() -> None:

@@ -269,6 +269,10 @@ def raw_tool(**fields: Any) -> Tool[Any]:
             raw_tool(execute="run"),
             'tool "read" execute must be callable as async (args, call), got str',
         ),
+        (
+            raw_tool(json_schema='{"type": "object"}'),
+            'tool "read" json_schema must be a mapping (a JSON Schema object), got str',
+        ),
     ],
 )
 async def test_bad_types(tool: Any, message: str) -> None:
@@ -328,6 +332,46 @@ async def test_schema_is_computed_once() -> None:
         assert first["properties"]["path"]["type"] == "string"
         await tools.execute("read", '{"path": "x"}', ToolCall(id="c1"))
         assert calls == [1]
+
+
+class Forwarded(BaseModel):
+    """Whatever object the forwarded schema describes."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+async def test_a_given_json_schema_is_shown_as_it_is() -> None:
+    given = {
+        "type": "object",
+        "properties": {"q": {"$ref": "#/$defs/Query"}},
+        "$defs": {"Query": {"type": "string", "minLength": 1}},
+        "required": ["q"],
+        "additionalProperties": False,
+    }
+    seen: list[dict[str, Any] | None] = []
+
+    async def forward(args: Forwarded, call: ToolCall) -> str:
+        seen.append(args.model_extra)
+        return "ok"
+
+    async with tools_runtime() as (root, tools):
+        tools.register(
+            Tool(
+                name="search",
+                description="forwarded",
+                parameters=Forwarded,
+                execute=forward,
+                json_schema=given,
+            )
+        )
+        (schema,) = (await root.system_prompt.assemble()).tools
+        assert schema.parameters == given
+        assert provided(tools).schemas[0].parameters is not given  # a copy of the mapping
+        done = await tools.execute("search", '{"q": "x", "n": [1, {"a": null}]}')
+        assert done == ToolResult("ok")
+        assert seen == [{"q": "x", "n": [1, {"a": None}]}]
+        refused = await tools.execute("search", "[1]")
+        assert (refused.is_error, refused.code) == (True, "INVALID_ARGS")
 
 
 async def test_global_duplicate() -> None:

@@ -1,0 +1,450 @@
+"""``AcpAgent``: the agent side of the Agent Client Protocol on dsh agents.
+
+Each ACP session is one dsh agent with its own session (same id). The agent's
+session events are mapped to session updates (``_mapping``) and sent in order by one
+pump task; a prompt answers only once every update of its turn has been sent.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import itertools
+import logging
+import os
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from acp import PROTOCOL_VERSION, Client, RequestError
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PermissionOption,
+    PromptCapabilities,
+    PromptResponse,
+    ToolCallUpdate,
+)
+
+from dsh import DshError
+from dsh_agent import Agent
+from dsh_session import Session, SessionEvent
+
+from ._mapping import SessionUpdate, prompt_text, session_updates, stop_reason, tool_kind
+from ._service import INTERNAL_ERROR, INVALID_PARAMS, AcpArgumentError, AcpError
+
+if TYPE_CHECKING:
+    from ._service import AcpFrontend
+
+__all__ = ["ALLOW_ALWAYS", "ALLOW_ONCE", "PERMISSION_OPTIONS", "REJECT_ONCE", "AcpAgent"]
+
+_log = logging.getLogger("dsh.acp")
+
+#: The option ids of a permission request.
+ALLOW_ONCE = "allow_once"
+ALLOW_ALWAYS = "allow_always"
+REJECT_ONCE = "reject_once"
+
+
+def _options() -> list[PermissionOption]:
+    return [
+        PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
+        PermissionOption(option_id=ALLOW_ALWAYS, name="Always allow", kind="allow_always"),
+        PermissionOption(option_id=REJECT_ONCE, name="Reject", kind="reject_once"),
+    ]
+
+
+#: What every ``session/request_permission`` offers: allow once, always allow (this
+#: kind and title, for the rest of the session), reject.
+PERMISSION_OPTIONS = tuple(_options())
+
+
+def rpc_error(exc: DshError) -> RequestError:
+    """The JSON-RPC error a request that raised ``exc`` is answered with: the error's
+    message, its dsh code as data, and the code of an :class:`AcpError` (``-32602``
+    for another ``ValueError``, else ``-32603``)."""
+    if isinstance(exc, AcpError):
+        code = exc.rpc_code
+    else:
+        code = INVALID_PARAMS if isinstance(exc, ValueError) else INTERNAL_ERROR
+    return RequestError(code, str(exc), {"code": exc.code})
+
+
+@dataclass(eq=False)
+class _Link:
+    """One ACP session: its agent and what the client decided in it."""
+
+    id: str
+    agent: Agent
+    #: A ``session/prompt`` is running.
+    busy: bool = False
+    #: ``session/cancel`` came for the running prompt.
+    cancelled: bool = False
+    #: ``(kind, title)`` of the actions the user always allows in this session.
+    allowed: set[tuple[str, str]] = field(default_factory=set)
+
+
+class AcpAgent:
+    """The ``acp.Agent`` of an :class:`~dsh_acp.AcpFrontend` (see its ``open_agent``).
+
+    Implements ``initialize``, ``session/new``, ``session/load``, ``session/prompt``
+    and ``session/cancel``; other methods are not offered (the connection answers
+    "method not found"). A dsh error a request raises is answered as a JSON-RPC error
+    (:func:`rpc_error`).
+    """
+
+    def __init__(self, frontend: AcpFrontend, client: Client | None = None) -> None:
+        self.frontend = frontend
+        self.client = client
+        self._home = frontend.home_ctx
+        self._links: dict[str, _Link] = {}
+        self._ids = itertools.count(1)
+        self._outbox: deque[tuple[str, SessionUpdate]] = deque()
+        self._queued = 0
+        self._sent = 0
+        self._wake: anyio.Event | None = None
+        self._progress: anyio.Event | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        """The connection to the client (called by ``acp.AgentSideConnection``)."""
+        self.client = conn
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """Hear the sessions' events, answer approvals, send updates; on exit dispose
+        every agent made for a session."""
+        home = self._home
+        # The pump runs in the runtime's task group (not one opened here, which would
+        # wrap whatever the block raises in an exception group).
+        pump = home.task(self._pump, label="acp session updates")
+        stop = home.on("session/event", self._on_event)
+        approval = home.get("approval")
+        unanswer = None if approval is None else approval.set_responder(self._answer)
+        try:
+            yield
+        finally:
+            stop()
+            if unanswer is not None:
+                unanswer()
+            with anyio.CancelScope(shield=True):
+                for link in list(self._links.values()):
+                    await link.agent.dispose()
+                    self._forget(link)
+                await pump()
+
+    def _forget(self, link: _Link) -> None:
+        del self._links[link.id]
+        self.frontend.session_agents.discard(link.agent.id)
+
+    # -- updates -----------------------------------------------------------------------
+
+    def _on_event(self, session: Session, event: SessionEvent) -> None:
+        link = self._links.get(session.id)
+        if link is None or link.agent.session is not session:
+            return
+        try:
+            updates = session_updates(event, session.header.cwd)
+        except Exception as exc:  # an observer never fails the turn it watches
+            _log.error(
+                "cannot show session event %s (%s) to the client",
+                event.seq,
+                event.type,
+                exc_info=exc,
+            )
+            return
+        for update in updates:
+            self._enqueue(link.id, update)
+
+    def _enqueue(self, session_id: str, update: SessionUpdate) -> None:
+        self._outbox.append((session_id, update))
+        self._queued += 1
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _pump(self) -> None:
+        """Send the queued updates in order, one at a time."""
+        while True:
+            while not self._outbox:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+            self._wake = None
+            session_id, update = self._outbox.popleft()
+            try:
+                await self._client.session_update(session_id=session_id, update=update)
+            except Exception as exc:  # the client went away: later updates go nowhere either
+                _log.debug("a session update for %s was not delivered: %s", session_id, exc)
+            self._sent += 1
+            progress, self._progress = self._progress, None
+            if progress is not None:
+                progress.set()
+
+    async def _flush(self) -> None:
+        """Return once every update queued so far has been sent."""
+        target = self._queued
+        while self._sent < target:
+            progress = self._progress = self._progress or anyio.Event()
+            await progress.wait()
+
+    @property
+    def _client(self) -> Client:
+        client = self.client
+        if client is None:
+            raise AcpError("the ACP agent is not connected to a client")
+        return client
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """Protocol version 1; ``loadSession`` when a persistence backend can open
+        stored sessions; prompts of text, resource links and embedded text resources;
+        no MCP servers from the client, no authentication."""
+        can_load = bool(self._home.events.event("session/open").listeners())
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=can_load,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(
+                name="dsh", title="dsh", version=importlib.metadata.version("dsh-harness")
+            ),
+        )
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        """A new dsh agent like the template, its session's cwd the client's ``cwd``
+        (absolute, an existing directory); the ACP session id is its session's id."""
+        try:
+            await _check_cwd(cwd)
+            _ignore_mcp_servers(mcp_servers)
+            template = self.frontend.template()
+            agent = self._home.agents.create(
+                self._next_id(),
+                model=template.model,
+                cwd=cwd,
+                persona=self.frontend.config.persona,
+                max_tokens=template.max_tokens,
+            )
+        except DshError as exc:
+            raise rpc_error(exc) from exc
+        self._link(agent)
+        return NewSessionResponse(session_id=agent.session.id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Resume the stored session ``session_id`` on a new agent like the template
+        (a turn the process died in is closed as interrupted), replay its history as
+        session updates, then answer. The session keeps the cwd it was made with."""
+        try:
+            await _check_cwd(cwd)
+            _ignore_mcp_servers(mcp_servers)
+            if session_id in self._links:
+                raise AcpError(f'session "{session_id}" is already open on this connection')
+            if not self._home.events.event("session/open").listeners():
+                raise AcpError(
+                    "session/load: this deployment stores no sessions (load session-jsonl)"
+                )
+            template = self.frontend.template()
+            session = await self._home.sessions.load(session_id)
+            agent = self._home.agents.create(
+                self._next_id(),
+                model=template.model,
+                persona=self.frontend.config.persona,
+                session=session,
+                max_tokens=template.max_tokens,
+            )
+            try:
+                session.close_open_turn()
+            except BaseException:
+                await agent.dispose()
+                raise
+        except DshError as exc:
+            raise rpc_error(exc) from exc
+        if session.header.cwd != cwd:
+            _log.warning(
+                'session "%s" was made in %s; it stays there (the client asked for %s)',
+                session_id,
+                session.header.cwd,
+                cwd,
+            )
+        link = self._link(agent)
+        for event in session.events:
+            for update in session_updates(event, session.header.cwd, live=False):
+                self._enqueue(link.id, update)
+        await self._flush()
+        return LoadSessionResponse()
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        """Run the prompt as one turn of the session's agent, streaming its updates;
+        answer with the turn's stop reason once they are all sent. A turn that fails
+        is answered with a JSON-RPC error (``-32603``, the turn's message, its code as
+        data). A second prompt while one runs is refused."""
+        try:
+            link = self._get(session_id)
+            text = prompt_text(prompt)
+            if link.busy:
+                raise AcpError(
+                    f'session "{session_id}" is already running a prompt; wait for its '
+                    "answer or cancel it (session/cancel)"
+                )
+        except DshError as exc:
+            raise rpc_error(exc) from exc
+        link.busy, link.cancelled = True, False
+        try:
+            reason, turn = await self._run_turn(link, text)
+        finally:
+            link.busy = False
+        stop = stop_reason(reason)
+        if stop is None:
+            assert reason is not None  # a turn that never ran is "cancelled"
+            raise RequestError(
+                INTERNAL_ERROR,
+                f"the turn failed: {reason.get('message')}",
+                {"code": reason.get("code"), "turn": turn},
+            )
+        return PromptResponse(stop_reason=stop)
+
+    async def _run_turn(self, link: _Link, text: str) -> tuple[Mapping[str, Any] | None, int]:
+        """Send ``text`` as its own turn once the agent is idle; wait until it is idle
+        again and every update is sent. Returns how the turn ended (None: it never ran)
+        and its number."""
+        agent = link.agent
+        # Dropping this request does not cancel the turn (session/cancel does): when the
+        # client goes away, the end of the connection disposes the agent, and the turn
+        # ends "aborted"/"disposed".
+        await agent.when_idle()
+        turn = agent.session.last_turn() + 1
+        if link.cancelled:
+            return None, turn
+        agent.send(text)
+        await agent.when_idle()
+        await self._flush()
+        return agent.session.turn_end(turn), turn
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """Cancel the session's running turn (it ends ``aborted``) and so its prompt,
+        which answers ``cancelled``. Nothing running: nothing happens; an unknown
+        session is logged."""
+        link = self._links.get(session_id)
+        if link is None:
+            _log.info("session/cancel for an unknown session %s", session_id)
+            return
+        link.cancelled = True
+        link.agent.cancel()
+
+    def prompting(self, session_id: str) -> bool:
+        """Whether a ``session/prompt`` of ``session_id`` is running."""
+        link = self._links.get(session_id)
+        return link is not None and link.busy
+
+    # -- approvals ---------------------------------------------------------------------
+
+    async def _answer(self, request: Any) -> bool:
+        """The approval responder: ``session/request_permission`` in the ACP session
+        the asking call belongs to (a subagent's: its root session's), after every
+        update queued before it; "always allow" is remembered for the request's kind and
+        title in that session; a reject, a cancelled request or no session is a no."""
+        found = self._link_of(request.call)
+        if found is None:
+            _log.warning("declined %r: the call belongs to no ACP session", request.title)
+            return False
+        link, own = found
+        key = (request.kind, request.title)
+        if key in link.allowed:
+            return True
+        await self._flush()
+        call_id: str = request.call.id
+        if own:
+            tool_call = ToolCallUpdate(tool_call_id=call_id)
+        else:
+            tool_call = ToolCallUpdate(
+                tool_call_id=f"{request.call.agent.session.id}/{call_id}",
+                title=request.title,
+                kind=tool_kind(request.kind),
+                status="pending",
+                raw_input={"detail": request.detail},
+            )
+        try:
+            response = await self._client.request_permission(
+                session_id=link.id, tool_call=tool_call, options=list(PERMISSION_OPTIONS)
+            )
+        except (ConnectionError, RequestError) as exc:
+            _log.warning("declined %r: the permission request failed: %s", request.title, exc)
+            return False
+        outcome = response.outcome
+        choice = getattr(outcome, "option_id", None)
+        if choice == ALLOW_ALWAYS:
+            link.allowed.add(key)
+        return choice in (ALLOW_ONCE, ALLOW_ALWAYS)
+
+    def _link_of(self, call: Any) -> tuple[_Link, bool] | None:
+        """The ACP session of ``call``'s agent, or of the nearest ancestor session (a
+        subagent's), and whether it is the call's own."""
+        agent = getattr(call, "agent", None)
+        session: Session | None = None if agent is None else agent.session
+        store = self._home.sessions
+        own = True
+        while session is not None:
+            link = self._links.get(session.id)
+            if link is not None and link.agent.session is session:
+                return link, own
+            parent = session.header.meta.get("parent_session")
+            session = store.get(parent) if isinstance(parent, str) else None
+            own = False
+        return None
+
+    # -- sessions ----------------------------------------------------------------------
+
+    def _next_id(self) -> str:
+        agents = self._home.agents
+        return next(i for i in (f"acp-{n}" for n in self._ids) if agents.get(i) is None)
+
+    def _link(self, agent: Agent) -> _Link:
+        link = _Link(agent.session.id, agent)
+        self._links[link.id] = link
+        self.frontend.session_agents.add(agent.id)
+        return link
+
+    def _get(self, session_id: str) -> _Link:
+        link = self._links.get(session_id)
+        if link is None:
+            raise AcpArgumentError(
+                f'unknown session "{session_id}" (open it with session/new or session/load)'
+            )
+        return link
+
+
+async def _check_cwd(cwd: str) -> None:
+    if not os.path.isabs(cwd):
+        raise AcpArgumentError(f'cwd must be an absolute path, got "{cwd}"')
+    if not await anyio.Path(cwd).is_dir():
+        raise AcpArgumentError(f'cwd "{cwd}" is not a directory')
+
+
+def _ignore_mcp_servers(servers: list[Any] | None) -> None:
+    if servers:
+        _log.warning(
+            "ignoring the %d MCP server(s) the client offered: dsh connects only the MCP "
+            "servers its deployment declares",
+            len(servers),
+        )

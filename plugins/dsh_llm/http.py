@@ -1,0 +1,657 @@
+"""The HTTP core of streaming model adapters (``llm-openai``, ``llm-anthropic``).
+
+What every provider that answers one POST with server-sent events shares: the config
+keys of the connection (:class:`HttpModelConfig`), one call with retries before the
+stream starts and every failure turned into a final ``Finish("error")`` chunk
+(:class:`HttpAdapter`), the HTTP statuses classified into stable codes, the SSE framing
+read into a provider's decoder (:class:`DecoderBase`), and the plugin that owns the
+client (:class:`HttpModelPlugin`). A provider supplies its endpoint, its headers, its
+request body and its decoder.
+
+Import it as ``dsh_llm.http``: ``import dsh_llm`` alone does not load httpx.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import math
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from contextlib import aclosing
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, cast
+
+import anyio
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dsh import Disposer, InFlight, Plugin
+
+from ._types import Chunk, Finish, FinishReason, LlmFailure, LlmRequest, Usage, UsageChunk
+
+__all__ = [
+    "CONTEXT_LENGTH",
+    "BadResponse",
+    "DecoderBase",
+    "EventDecoder",
+    "HttpAdapter",
+    "HttpModelConfig",
+    "HttpModelPlugin",
+    "ServerStreamError",
+    "StreamError",
+    "int_field",
+    "retry_after",
+    "str_field",
+]
+
+#: How much of an error response body is read for its message.
+_ERROR_BODY_LIMIT = 16_384
+#: Keys at least this long are masked in server messages (shorter ones, such as the
+#: placeholder ``EMPTY`` local servers accept, would mask ordinary words).
+_MASK_MIN = 8
+#: How long to wait for the end of the body after the stream's last event.
+_DRAIN_SECONDS = 1.0
+#: How much of an unexpected payload an error message quotes.
+_QUOTE = 200
+#: How much of a server's error message (or error body) a failure shows.
+_DETAIL = 300
+#: How a server says a request is too long for the model's context window.
+CONTEXT_LENGTH = re.compile(
+    r"context[ _-]?(length|size|window|limit)|maximum context|too many tokens"
+    r"|prompt is too long",
+    re.IGNORECASE,
+)
+
+
+# -- config -------------------------------------------------------------------------------
+
+
+class HttpModelConfig(BaseModel):
+    """The keys every HTTP model adapter takes (unknown keys are errors); a provider's
+    config subclasses it, gives ``base_url`` its default and adds its own keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The provider's credential; ``None`` sends none.
+    api_key: str | None = Field(default=None, repr=False)
+    #: The API root (the provider's config gives the default).
+    base_url: str
+    #: The model names this adapter serves (an agent's ``model`` selects it).
+    models: list[str] = Field(min_length=1)
+    #: Seconds to establish a connection.
+    connect_timeout: float = Field(default=10.0, gt=0)
+    #: Seconds without a byte from the server (before the headers and between deltas).
+    read_timeout: float = Field(default=120.0, gt=0)
+    #: Extra attempts after a 429, a 5xx or a connection failure before the stream starts.
+    max_retries: int = Field(default=2, ge=0)
+    #: Seconds before the first retry; doubles on each further one.
+    retry_backoff: float = Field(default=0.5, ge=0)
+    #: The longest wait a server's ``Retry-After`` can impose before a retry, in seconds.
+    max_retry_after: float = Field(default=60.0, ge=0)
+    #: Extra HTTP headers on every request (they override the defaults).
+    headers: dict[str, str] = {}
+    #: Sampling knobs, each sent only when set (servers differ in what they accept).
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    #: Sent only when set, and only with tools.
+    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
+    #: Sent only when set, and only with tools.
+    parallel_tool_calls: bool | None = None
+    #: Merged into every request body last (server-specific fields); it wins over the rest.
+    extra_body: dict[str, Any] = {}
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling fields this config sets (``temperature``, ``top_p``)."""
+        return {
+            key: value
+            for key in ("temperature", "top_p")
+            if (value := getattr(self, key)) is not None
+        }
+
+    @field_validator("api_key")
+    @classmethod
+    def _key_not_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError(
+                "api_key is empty (is the environment variable behind `!env` set?); "
+                "omit api_key for a server that needs none"
+            )
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {value!r}")
+        return value.rstrip("/")
+
+    @field_validator("models")
+    @classmethod
+    def _model_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name:
+                raise ValueError("model names must be non-empty")
+        if len(set(value)) != len(value):
+            raise ValueError(f"model names repeat: {value}")
+        return value
+
+
+# -- small helpers ------------------------------------------------------------------------
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a response asks the client to wait (``retry-after-ms``, then
+    ``Retry-After`` as seconds or an HTTP date), or ``None``."""
+    value = headers.get("retry-after-ms")
+    scale = 1000.0
+    if value is None:
+        value = headers.get("retry-after")
+        scale = 1.0
+    if value is None:
+        return None
+    try:
+        seconds = float(value) / scale
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
+
+
+def _quote(text: str) -> str:
+    return repr(text if len(text) <= _QUOTE else text[:_QUOTE] + "…")
+
+
+def _request_id(headers: Mapping[str, str]) -> str | None:
+    return headers.get("x-request-id") or headers.get("request-id")
+
+
+def _shorten(text: str) -> str:
+    """``text`` on one line, cut to :data:`_DETAIL` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _DETAIL else flat[: _DETAIL - 1] + "…"
+
+
+def _server_message(text: str) -> str:
+    """The human part of an error body: ``error.message``, ``message``, ``detail`` or
+    the text itself."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        message = error.get("message") or error.get("detail") if isinstance(error, dict) else error
+        if isinstance(message, str) and message:
+            text = message
+    return _shorten(text)
+
+
+async def _error_text(response: httpx.Response) -> str:
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for part in response.aiter_bytes():
+            parts.append(part)
+            size += len(part)
+            if size >= _ERROR_BODY_LIMIT:
+                break
+    except httpx.HTTPError:
+        pass  # the status says enough; the body is a courtesy
+    return b"".join(parts)[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+
+
+async def _drain(lines: AsyncIterator[str]) -> None:
+    """Read what follows the last event (normally nothing) so the connection can be
+    reused."""
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        try:
+            async for _ in lines:
+                pass
+        except httpx.HTTPError:
+            pass  # the answer is complete; the connection just will not be reused
+
+
+# -- decoding a stream --------------------------------------------------------------------
+
+
+class StreamError(Exception):
+    """The stream cannot go on; ``code`` is the failure code to report."""
+
+    code = "BAD_RESPONSE"
+
+
+class BadResponse(StreamError):
+    """A ``data:`` payload is not what the provider's stream sends."""
+
+
+class ServerStreamError(StreamError):
+    """The server reported an error instead of the next event."""
+
+    code = "SERVER_ERROR"
+
+
+class _NoEvents(StreamError):
+    """A successful response whose body holds no server-sent event."""
+
+
+def int_field(value: Any, what: str) -> int:
+    """``value`` if it is an ``int`` (not a bool), else :class:`BadResponse` naming ``what``."""
+    if type(value) is not int:
+        raise BadResponse(f"{what} is {value!r}, not an integer")
+    return value
+
+
+def str_field(value: Any, what: str) -> str:
+    """``value`` if it is a ``str``, else :class:`BadResponse` naming ``what``."""
+    if type(value) is not str:
+        raise BadResponse(f"{what} is {value!r}, not a string")
+    return value
+
+
+class EventDecoder(Protocol):
+    """A provider's state machine from decoded events to chunks (see :class:`DecoderBase`)."""
+
+    def feed(self, payload: Any, out: list[Chunk], event: str = "message") -> bool:
+        """Take the JSON ``payload`` of one event named ``event``, appending chunks to
+        ``out``; return True when the stream is complete (nothing further is read).
+        Raises :class:`StreamError` when the stream cannot go on."""
+        ...
+
+    def end(self, out: list[Chunk]) -> Finish:
+        """The body ended: append the usage (if any) and the finish; return the finish."""
+        ...
+
+    def fail(self, failure: LlmFailure, out: list[Chunk]) -> None:
+        """The stream broke: append the usage (if any) and an error finish."""
+        ...
+
+
+class DecoderBase:
+    """What decoders share: the usage and the finish are held back until :meth:`end`, so
+    usage always precedes the finish and nothing follows it; :meth:`_stopped` turns the
+    provider's stop reason into the finish."""
+
+    #: The wire field that says why the model stopped (named in failure messages).
+    reason_field: ClassVar[str] = "finish_reason"
+    #: What a stream cut short never sent (named in its failure message).
+    end_field: ClassVar[str] = "finish_reason"
+
+    __slots__ = ("_content", "_finish", "_request_id", "_usage")
+
+    def __init__(self, request_id: str | None = None) -> None:
+        self._request_id = request_id  # carried by the failures this decoder reports
+        self._usage: Usage | None = None
+        self._finish: Finish | None = None
+        self._content = False  # saw text or a tool call
+
+    def _failure(self, message: str, code: str) -> Finish:
+        return Finish("error", LlmFailure(message, code, request_id=self._request_id))
+
+    def _stopped(self, reason: str, kind: FinishReason | None) -> None:
+        """The model stopped with ``reason``, which means ``kind`` (None: not a success)."""
+        if kind is None:
+            code = "".join(c if c.isalnum() else "_" for c in reason).upper() or "UNKNOWN"
+            message = f'the model stopped with {self.reason_field} "{reason}"'
+            self._finish = self._failure(message, code)
+        elif kind != "max-tokens" and not self._content:
+            message = "the model returned an empty answer (no text and no tool calls)"
+            self._finish = self._failure(message, "EMPTY_RESPONSE")
+        else:
+            self._finish = Finish(kind)
+
+    def end(self, out: list[Chunk]) -> Finish:
+        """The stream is over: append the usage (if any) and the finish; return the finish.
+
+        Before the model finished (:attr:`end_field`), the finish is ``error``
+        ``STREAM_INTERRUPTED``, and the open blocks stay open.
+        """
+        if self._usage is not None:
+            out.append(UsageChunk(self._usage))
+        finish = self._finish or self._failure(
+            f"the stream ended before the model finished (no {self.end_field})",
+            "STREAM_INTERRUPTED",
+        )
+        out.append(finish)
+        return finish
+
+    def fail(self, failure: LlmFailure, out: list[Chunk]) -> None:
+        """The stream broke: append the usage (if any) and an error finish."""
+        if self._usage is not None:
+            out.append(UsageChunk(self._usage))
+        out.append(Finish("error", failure))
+
+
+class _Events:
+    """Server-sent events, one line at a time: ``data:`` (with or without the space,
+    several joined by ``\\n``), ``event:``, comments and other fields ignored; a blank
+    line dispatches."""
+
+    __slots__ = ("_data", "_event", "count", "first")
+
+    def __init__(self) -> None:
+        self._data: str | None = None
+        self._event = "message"
+        self.count = 0  # events dispatched
+        self.first = ""  # the first line that is not SSE, for a useless body's message
+
+    def line(self, line: str) -> tuple[str, str] | None:
+        """Take one line; return ``(event, data)`` when it completes an event."""
+        if line.startswith("data:"):
+            value = line[6:] if line.startswith("data: ") else line[5:]
+            self._data = value if self._data is None else f"{self._data}\n{value}"
+        elif line.startswith("event:"):
+            self._event = line[6:].strip() or "message"
+        elif not line:
+            return self.flush()
+        elif not self.first and not line.startswith(":"):
+            self.first = line
+        return None
+
+    def flush(self) -> tuple[str, str] | None:
+        """The event being read (the body ended right after it), if any."""
+        data, event = self._data, self._event
+        self._data, self._event = None, "message"
+        if data is None:
+            return None
+        self.count += 1
+        return event, data
+
+
+# -- the adapter --------------------------------------------------------------------------
+
+ConfigT = TypeVar("ConfigT", bound=HttpModelConfig)
+
+
+class HttpAdapter(ABC, Generic[ConfigT]):
+    """Streams one provider's answers over HTTP (a ``dsh_llm.LlmAdapter``).
+
+    ``client`` is the ``httpx.AsyncClient`` to send with; its owner closes it. Each
+    :meth:`stream` call is one provider call: up to ``1 + max_retries`` HTTP attempts
+    while no response body has been read, none after. A subclass names itself, its
+    endpoint and its credential header, and builds the body and the decoder.
+    """
+
+    #: The plugin's name: logs go to ``dsh.<name>``, the User-Agent is ``dsh-harness <name>``.
+    name: ClassVar[str]
+    #: The endpoint, appended to ``base_url``.
+    path: ClassVar[str]
+    #: A ``data:`` payload that ends the stream (OpenAI's ``[DONE]``), or None.
+    done_marker: ClassVar[str | None] = None
+
+    def __init__(self, config: ConfigT, client: httpx.AsyncClient) -> None:
+        self.config = config
+        self.url = f"{config.base_url}{self.path}"
+        self._client = client
+        #: The calls streaming now: the client is closed only once none is.
+        self.inflight = InFlight()
+        self._log = logging.getLogger(f"dsh.{self.name}")
+        headers = {
+            "Accept": "text/event-stream",
+            "Content-Type": "application/json",
+            "User-Agent": f"dsh-harness {self.name}",
+        }
+        headers.update(self.auth_headers())
+        headers.update(config.headers)
+        self._headers = headers
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url} models={self.config.models}>"
+
+    @abstractmethod
+    def auth_headers(self) -> dict[str, str]:
+        """The headers that carry the credential (and the API version, if any)."""
+        ...
+
+    @abstractmethod
+    def request_body(self, request: LlmRequest) -> dict[str, Any]:
+        """The JSON body sent for ``request``."""
+        ...
+
+    @abstractmethod
+    def decoder(self, request_id: str | None) -> EventDecoder:
+        """A fresh decoder for one response (``request_id``: the server's id for it)."""
+        ...
+
+    async def stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
+        """Stream the answer to ``request``; the last chunk is always a ``Finish``."""
+        with self.inflight:
+            async with aclosing(self._stream(request)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+
+    async def _stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
+        config = self.config
+        http_request = self._client.build_request(
+            "POST",
+            self.url,
+            content=json.dumps(self.request_body(request), ensure_ascii=False).encode(),
+            headers=self._headers,
+        )
+        attempt = 1
+        while True:
+            try:
+                response = await self._client.send(http_request, stream=True)
+            except httpx.TransportError as exc:
+                failure, retry = self._transport_failure(exc, attempt)
+            else:
+                try:
+                    if response.is_success:
+                        async with aclosing(self._read(response)) as chunks:
+                            async for chunk in chunks:
+                                yield chunk
+                        return
+                    failure, retry = await self._status_failure(response, request, attempt)
+                finally:
+                    await response.aclose()
+            if not retry or attempt > config.max_retries:
+                yield Finish("error", failure)
+                return
+            if failure.retry_after_ms is None:
+                delay = config.retry_backoff * 2 ** (attempt - 1)
+            else:
+                delay = min(failure.retry_after_ms / 1000, config.max_retry_after)
+            # INFO, not WARNING: a retry that succeeds is not the user's problem, and
+            # one that fails for good is reported once, with its attempt count. A
+            # front-end shows `dsh_status` as a passing status line (the terminal chat).
+            request_id = "" if failure.request_id is None else f" (request id {failure.request_id})"
+            status = f"{failure.code}: retrying in {delay:.1f}s (attempt {attempt + 1} of "
+            status += f"{config.max_retries + 1})"
+            self._log.info(
+                "%s failed (%s), retrying in %.2fs (attempt %d of %d): %s%s",
+                self.url,
+                failure.code,
+                delay,
+                attempt + 1,
+                config.max_retries + 1,
+                failure.message,
+                request_id,
+                extra={"dsh_status": status},
+            )
+            await anyio.sleep(delay)
+            attempt += 1
+
+    # -- failures before the stream ------------------------------------------------------
+
+    def _transport_failure(
+        self, exc: httpx.TransportError, attempt: int
+    ) -> tuple[LlmFailure, bool]:
+        """The failure for a request that got no response, and whether to retry it."""
+        tries = f"(attempt {attempt} of {self.config.max_retries + 1})"
+        if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+            message = (
+                f"connecting to {self.url} timed out after {self.config.connect_timeout:g}s "
+                f"(connect_timeout) {tries}"
+            )
+            return LlmFailure(message, "TIMEOUT"), True
+        if isinstance(exc, httpx.TimeoutException):
+            # The request went out; waiting again would double a long wait.
+            message = (
+                f"{self.url} sent no response within {self.config.read_timeout:g}s (read_timeout)"
+            )
+            return LlmFailure(message, "TIMEOUT"), False
+        detail = str(exc) or type(exc).__name__
+        return LlmFailure(f"cannot connect to {self.url}: {detail} {tries}", "CONNECTION"), True
+
+    async def _status_failure(
+        self, response: httpx.Response, request: LlmRequest, attempt: int
+    ) -> tuple[LlmFailure, bool]:
+        """The failure for an HTTP error status, and whether to retry it."""
+        status = response.status_code
+        detail = _server_message(await _error_text(response))
+        key = self.config.api_key
+        if key is not None and len(key) >= _MASK_MIN:
+            detail = detail.replace(key, "***")
+        suffix = f": {detail}" if detail else ""
+        base = self.config.base_url
+        retry = False
+        if status in (401, 403):
+            if key is None:
+                message = f"{base} requires an API key (HTTP {status}) and api_key is not set"
+            else:
+                message = f"the API key was rejected by {base} (HTTP {status})"
+            code = "AUTH"
+        elif status == 404:
+            message = (
+                f'{self.url} answered HTTP 404 for model "{request.model}" '
+                "(check base_url and the model name)"
+            )
+            code = "NOT_FOUND"
+        elif status == 429:
+            message = f"{base} is rate limiting requests (HTTP 429, attempt {attempt})"
+            code, retry = "RATE_LIMITED", True
+        elif status >= 500:
+            message = f"{base} failed with HTTP {status} (attempt {attempt})"
+            code, retry = "SERVER_ERROR", True
+        elif status >= 400 and CONTEXT_LENGTH.search(detail):
+            message = f"the request is too long for the context window of {request.model!r}"
+            code = "CONTEXT_LENGTH"
+        elif status >= 400:
+            message = f"{base} rejected the request (HTTP {status})"
+            code = "BAD_REQUEST"
+        else:
+            location = response.headers.get("location")
+            where = f" to {location}" if location else ""
+            message = f"{self.url} answered with an unexpected HTTP {status}{where}"
+            code = "BAD_RESPONSE"
+        wait = retry_after(response.headers)
+        failure = LlmFailure(
+            message + suffix,
+            code,
+            status=status,
+            retry_after_ms=None if wait is None else round(wait * 1000),
+            request_id=_request_id(response.headers),
+        )
+        return failure, retry
+
+    # -- the stream ----------------------------------------------------------------------
+
+    async def _read(self, response: httpx.Response) -> AsyncGenerator[Chunk, None]:
+        """The chunks of a successful response; a broken stream ends in an error finish."""
+        decoder = self.decoder(_request_id(response.headers))
+        out: list[Chunk] = []
+        events = _Events()
+        try:
+            # aiter_lines is an async generator (typed as a plain iterator).
+            lines = cast("AsyncGenerator[str, None]", response.aiter_lines())
+            async with aclosing(lines):
+                async for line in lines:
+                    event = events.line(line)
+                    if event is not None and self._feed(decoder, event, out):
+                        await _drain(lines)
+                        break
+                    for chunk in out:
+                        yield chunk
+                    out.clear()
+            event = events.flush()  # the server closed right after an event's data
+            if event is not None:
+                self._feed(decoder, event, out)
+            if not events.count:
+                content_type = response.headers.get("content-type", "no content-type")
+                text = f": {_quote(events.first)}" if events.first else ""
+                raise _NoEvents(
+                    f"{self.url} answered HTTP {response.status_code} ({content_type}) "
+                    f"without a single server-sent event{text}"
+                )
+            decoder.end(out)
+        except (StreamError, httpx.HTTPError) as exc:
+            decoder.fail(self._broken(response, exc), out)
+        for chunk in out:
+            yield chunk
+
+    def _feed(self, decoder: EventDecoder, event: tuple[str, str], out: list[Chunk]) -> bool:
+        """Give one event to ``decoder``; True when the stream is complete."""
+        name, data = event
+        if data == self.done_marker:
+            return True
+        try:
+            payload = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            why = "nests too deeply" if isinstance(exc, RecursionError) else "is not JSON"
+            raise BadResponse(f"{self.url} sent a data: line that {why}: {_quote(data)}") from None
+        return decoder.feed(payload, out, name)
+
+    def _broken(self, response: httpx.Response, exc: Exception) -> LlmFailure:
+        """The failure for a stream that broke with ``exc``."""
+        if isinstance(exc, StreamError):
+            message, code = str(exc), exc.code
+        elif isinstance(exc, httpx.TimeoutException):
+            message = (
+                f"{self.url} sent nothing for {self.config.read_timeout:g}s mid-stream "
+                "(read_timeout)"
+            )
+            code = "TIMEOUT"
+        elif isinstance(exc, httpx.TransportError):
+            message = f"the connection to {self.url} dropped mid-stream: {exc}"
+            code = "STREAM_INTERRUPTED"
+        else:
+            message = f"cannot decode the response body of {self.url}: {exc}"
+            code = "BAD_RESPONSE"
+        request_id = _request_id(response.headers)
+        if request_id is not None:
+            # The server answered: its id for the request finds it in the server's log.
+            message += f" (request id {request_id})"
+        return LlmFailure(message, code, request_id=request_id)
+
+
+# -- the plugin ---------------------------------------------------------------------------
+
+
+class HttpModelPlugin(Plugin):
+    """Serves ``config.models`` with one :attr:`Adapter` over one HTTP client; unloading
+    removes the route, then closes the client once no call is streaming."""
+
+    inject = ("llm",)
+    #: The adapter class the plugin registers.
+    Adapter: ClassVar[type[HttpAdapter[Any]]]
+
+    config: HttpModelConfig
+    #: The adapter registered for the configured models (set by :meth:`setup`).
+    adapter: HttpAdapter[Any]
+
+    def setup(self) -> Iterator[Any]:
+        config = self.config
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(
+                config.read_timeout,
+                connect=config.connect_timeout,
+                pool=config.connect_timeout,
+            ),
+            follow_redirects=False,
+        )
+        adapter = self.adapter = self.Adapter(config, client)
+
+        async def close_client() -> None:
+            # Turns still streaming end first (their agents are being disposed too,
+            # or they finish): a client closed under them would fail them instead.
+            await adapter.inflight.idle()
+            await client.aclose()
+
+        # Undone last to first: the route goes, then the client closes.
+        yield close_client
+        registration: Disposer = self.ctx.llm.register_adapter(config.models, adapter)
+        yield registration

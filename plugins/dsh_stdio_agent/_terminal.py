@@ -1,0 +1,440 @@
+"""The interactive terminal chat: prompt_toolkit reads the messages (line editing,
+history, multi-line input), :mod:`._view` draws the answers with rich.
+
+``StdioAgent.run`` imports this module only when it starts an interactive chat (stdin
+and stdout are terminals), so neither library is imported otherwise. prompt_toolkit's
+``prompt_async`` runs on asyncio only: on another event loop ``run`` keeps the line
+REPL (see ``StdioAgent.terminal``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import termios
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application import Application
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from rich.console import Console
+
+from dsh import counted
+from dsh_agent import Agent
+from dsh_llm import Usage
+from dsh_session import Session, SessionEvent, describe_session
+
+from ._service import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    StdioAgent,
+    _Chat,
+    checklist,
+    describe_end,
+)
+from ._view import View, token_line, usage_text
+
+__all__ = ["HELP", "TerminalChat", "discard_typeahead", "held_input", "session_usage"]
+
+HELP = """\
+Type a message and press Enter to send it. Commands:
+  /help            this help
+  /model [NAME]    show the model, or use NAME from the next turn on
+  /clear           start a new session (a stored one can be resumed later)
+  /tokens          the tokens this session has used
+  /sessions        the stored sessions (dsh run --resume ID continues one)
+  /prompt          the system prompt and the tools the agent would get now
+  /compact         summarise the older history now (needs the compaction plugin)
+  /exit            quit (so does Ctrl-D)
+Keys:
+  Enter            send
+  Alt+Enter        a new line (or Esc, then Enter); a paste stays one message
+  Up, Down         earlier messages (kept across chats)
+  Ctrl-C           cancel the running turn; at the prompt, clear the line; on an
+                   empty line twice, quit
+  Ctrl-D           quit
+What you type while the agent answers waits for the next prompt.
+"""
+
+#: How often the spinner moves while a turn runs, in seconds.
+FRAME = 0.08
+
+
+class _CtrlC(Exception):
+    """Ctrl-C on an empty line (ends the prompt)."""
+
+
+def session_usage(session: Session, turn: int | None = None) -> Usage | None:
+    """The tokens of ``session``'s model steps (of turn ``turn`` only, when given)
+    summed, or None when none recorded any. The loop records each step's usage in its
+    ``assistant/message`` event."""
+    total: Usage | None = None
+    for event in session.events:
+        data = event.data
+        if event.type != "assistant/message" or "usage" not in data:
+            continue
+        if turn is not None and data.get("turn") != turn:
+            continue
+        usage = Usage.from_json(data["usage"])
+        total = usage if total is None else _add(total, usage)
+    return total
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    def both(x: int | None, y: int | None) -> int | None:
+        return None if x is None and y is None else (x or 0) + (y or 0)
+
+    return Usage(
+        a.input_tokens + b.input_tokens,
+        a.output_tokens + b.output_tokens,
+        both(a.cache_read_tokens, b.cache_read_tokens),
+        both(a.cache_write_tokens, b.cache_write_tokens),
+        both(a.reasoning_tokens, b.reasoning_tokens),
+    )
+
+
+@contextmanager
+def held_input() -> Iterator[None]:
+    """While a turn runs: what is typed is not echoed, so it never lands inside the
+    answer. The terminal keeps it (with Ctrl-C still a signal) and the next prompt
+    reads it as typed. Nothing happens when stdin is not a terminal."""
+    stdin = sys.stdin
+    try:
+        fd = stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (AttributeError, OSError, ValueError, termios.error):
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~termios.ECHO
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def discard_typeahead() -> None:
+    """Drop what was typed and not read yet (before a question is asked: a key typed
+    earlier must not answer it). Nothing happens when stdin is not a terminal."""
+    with suppress(AttributeError, OSError, ValueError, termios.error):  # no terminal
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+
+
+class _ToView(logging.Handler):
+    """Shows the ``dsh`` log in the chat: a record with a ``dsh_status`` (a retry) as
+    the spinner's status line, others at the level the command line asked for as a
+    line of their own."""
+
+    def __init__(self, view: View, threshold: int, formatter: logging.Formatter) -> None:
+        super().__init__(logging.DEBUG)
+        self.view = view
+        self.threshold = threshold
+        self.setFormatter(formatter)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        status = getattr(record, "dsh_status", None)
+        if isinstance(status, str):
+            self.view.status(status)
+        elif record.levelno >= self.threshold:
+            self.view.log(self.format(record))
+
+
+@contextmanager
+def _logs_to(view: View) -> Iterator[None]:
+    """Route the ``dsh`` logger to ``view`` meanwhile (its handlers would write over
+    the live region), then put everything back."""
+    logger = logging.getLogger("dsh")
+    handlers, level, propagate = logger.handlers[:], logger.level, logger.propagate
+    threshold = logger.getEffectiveLevel()
+    formats = [h.formatter for h in handlers if h.formatter is not None]
+    formatter = formats[0] if formats else logging.Formatter("%(levelname)s %(name)s: %(message)s")
+    logger.handlers[:] = [_ToView(view, threshold, formatter)]
+    logger.propagate = False
+    logger.setLevel(min(threshold, logging.INFO))
+    try:
+        yield
+    finally:
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def _history(path: str | None, view: View) -> History:
+    if path is None:
+        return InMemoryHistory()
+    file = Path(path).expanduser()
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.touch(mode=0o600)  # like a shell's history: what was typed is private
+    except OSError as exc:
+        view.note(f"[history] {file}: {exc}; only this chat's messages can be recalled")
+        return InMemoryHistory()
+    return FileHistory(str(file))
+
+
+def _ctrl_c(app: Application[Any]) -> None:
+    """Ctrl-C at the prompt: clear the line, or end the prompt when it is empty."""
+    buffer = app.current_buffer
+    if buffer.text:
+        buffer.reset()
+    else:
+        app.exit(exception=_CtrlC())
+
+
+def _keys() -> KeyBindings:
+    keys = KeyBindings()
+
+    @keys.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @keys.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        _ctrl_c(event.app)
+
+    return keys
+
+
+class TerminalChat(_Chat):
+    """``run`` on a terminal: the line editor at the prompt, the rich view meanwhile.
+
+    It keeps :class:`._service._Chat`'s conversation (turns, Ctrl-C, approvals, the
+    todo list, subagent activity) and replaces its input and its drawing.
+    """
+
+    def __init__(
+        self,
+        owner: StdioAgent,
+        agent: Agent,
+        out: TextIO,
+        err: TextIO,
+        *,
+        interactive: bool,
+        one_shot: bool,
+        assume_yes: bool = False,
+    ) -> None:
+        super().__init__(
+            owner, agent, out, err, interactive=True, one_shot=False, assume_yes=assume_yes
+        )
+        console = owner.console
+        if console is None:
+            console = Console(file=out, highlight=False, markup=False, emoji=False)
+        markdown = self.config.markdown and not os.environ.get("NO_COLOR")
+        self.view = View(console, markdown=markdown, preview_chars=self.config.preview_chars)
+        self.app: Application[Any] | None = None  # the prompt, while it shows
+        self.prompts = 0  # how many prompts started (a test waits for one)
+        self.calls: dict[str, str] = {}  # the arguments of each running tool call
+        self.ended: int | None = None  # the number of the turn that ended last
+
+    # -- output: everything goes through the view -------------------------------------------
+
+    def end_line(self) -> None:
+        self.view.end_line()
+
+    def stream(self, target: TextIO, text: str) -> None:
+        self.view.write(text)
+
+    def say(self, text: str) -> None:
+        self.view.say(text)
+
+    def note(self, line: str) -> None:
+        self.view.note(line)
+
+    def show_prompt(self) -> None:
+        """The line editor shows the prompt."""
+
+    def on_event(self, session: Session, event: SessionEvent) -> None:
+        if session is not self.agent.session:
+            depth = self.depth_of(session)
+            if depth:
+                self.on_child_event(session, event, depth)
+            return
+        data = event.data
+        kind = event.type
+        view = self.view
+        if kind == "assistant/chunk":
+            chunk = data["chunk"]
+            if chunk["type"] == "text-delta":
+                view.answer(chunk["text"])
+            elif chunk["type"] == "reasoning-delta" and self.config.show_reasoning:
+                view.think(chunk["text"])
+        elif kind == "tool/call":
+            view.call(data["call_id"], data["name"], data["arguments"])
+            self.calls[data["call_id"]] = data["arguments"]
+        elif kind == "tool/result":
+            view.result(data, self.calls.pop(data["call_id"], ""))
+        elif kind == "turn/end":
+            reason = data["reason"]
+            line = describe_end(reason)
+            if line is not None:
+                # Cancelled or cut at the token limit: the user's doing, not a failure.
+                calm = reason.get("kind") in ("aborted", "max-tokens")
+                view.note(line, style="yellow" if calm else "red")
+            self.ended = data["turn"]
+        elif kind == "todo/write" and data["todos"] != self.todos:
+            self.todos = data["todos"]
+            view.note(checklist(data["todos"]), style="")
+
+    # -- approvals --------------------------------------------------------------------------
+
+    async def answer(self, request: Any) -> bool:
+        with self.view.paused():
+            if not self.assume_yes:
+                discard_typeahead()
+            return await super().answer(request)
+
+    # -- control ----------------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        app = self.app
+        if app is not None and app.is_running and not app.is_done:
+            _ctrl_c(app)  # a SIGINT at the prompt acts like the key
+            return
+        super().interrupt()
+
+    async def run(self, prompt: str | None) -> int:
+        with _logs_to(self.view):
+            return await super().run(prompt)
+
+    async def turn(self, text: str) -> Mapping[str, Any] | None:
+        view = self.view
+        self.calls.clear()
+        self.ended = None
+        view.begin()
+        reason: Mapping[str, Any] | None = None
+        try:
+            with held_input():
+                async with anyio.create_task_group() as tg:
+                    # Its own scope: cancelling the group's would cancel this task too,
+                    # and coverage.py loses the lines of a frame resumed that way.
+                    animation = anyio.CancelScope()
+                    tg.start_soon(self._animate, animation)
+                    try:
+                        reason = await super().turn(text)
+                    finally:
+                        animation.cancel()
+            return reason
+        finally:
+            view.end(token_line(view.elapsed, self._turn_usage()))
+
+    def _turn_usage(self) -> Usage | None:
+        """The tokens of the turn that ended last (None when it did not end)."""
+        ended = self.ended
+        return None if ended is None else session_usage(self.agent.session, ended)
+
+    async def _animate(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            while True:
+                await anyio.sleep(FRAME)
+                self.view.tick()
+
+    def _prompting(self) -> None:
+        self.prompts += 1
+
+    async def repl(self) -> int:
+        agent = self.agent
+        view = self.view
+        view.note(
+            f'dsh: talking to agent "{agent.id}" ({agent.model}); '
+            "/help lists the commands and keys."
+        )
+        session: PromptSession[str] = PromptSession(
+            history=_history(self.config.history_file, view),
+            key_bindings=_keys(),
+            multiline=False,
+            prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
+        )
+        while True:
+            view.flush_logs()
+            self.app = session.app
+            try:
+                line = await session.prompt_async(
+                    self.config.prompt,
+                    handle_sigint=False,
+                    set_exception_handler=False,
+                    pre_run=self._prompting,
+                )
+            except EOFError:  # Ctrl-D on an empty line
+                return EXIT_OK
+            except _CtrlC:
+                self.interrupts += 1
+                if self.interrupts > 1:
+                    self.agent.cancel()
+                    return EXIT_INTERRUPTED
+                view.note("(press Ctrl-C again to quit, or type /exit)")
+                continue
+            finally:
+                self.app = None
+            self.interrupts = 0
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                if await self.command(text):
+                    return EXIT_OK
+                continue
+            await self.turn(text)
+
+    # -- commands ---------------------------------------------------------------------------
+
+    async def command(self, text: str) -> bool:
+        name, _, rest = text.partition(" ")
+        argument = rest.strip()
+        if name == "/help":
+            self.say(HELP)
+        elif name == "/model":
+            await self.switch_model(argument)
+        elif name == "/clear":
+            await self.clear()
+        elif name == "/tokens":
+            self.show_tokens()
+        elif name == "/sessions":
+            self.show_sessions()
+        else:
+            return await super().command(text)
+        return False
+
+    async def switch_model(self, name: str) -> None:
+        agent = self.agent
+        served: list[str] = self.owner.home_ctx.llm.models()
+        known = ", ".join(served) or "(none)"
+        if not name:
+            self.say(f"model: {agent.model or '(none)'}; known models: {known}")
+            return
+        if name not in served:
+            self.view.note(f'unknown model "{name}"; known models: {known}', style="red")
+            return
+        self.agent = await self.owner.home_ctx.agents.switch_model(agent.id, name)
+        self.say(f"model: {name} (from the next turn on)")
+
+    async def clear(self) -> None:
+        old = self.agent.session.id
+        self.agent = await self.owner.home_ctx.agents.renew(self.agent.id)
+        self.todos = None
+        kept = bool(self.owner.home_ctx.events.event("session/list").listeners())
+        fate = "stays stored" if kept else "was not stored"
+        self.say(f"new session {self.agent.session.id}\n  the previous one, {old}, {fate}\n")
+
+    def show_tokens(self) -> None:
+        session = self.agent.session
+        usage = session_usage(session)
+        turns = session.last_turn()
+        spent = "no tokens recorded" if usage is None else usage_text(usage)
+        self.say(f"{counted(turns, 'turn')}: {spent}")
+
+    def show_sessions(self) -> None:
+        home = self.owner.home_ctx
+        if not home.events.event("session/list").listeners():
+            self.view.note("no session persistence is configured (add session-jsonl)")
+            return
+        stored = home.sessions.stored()
+        current = self.agent.session.id
+        lines = [("* " if item.id == current else "  ") + describe_session(item) for item in stored]
+        self.say("\n".join(lines) + "\n" if lines else "no stored sessions\n")

@@ -1,0 +1,158 @@
+"""Dispatch fast paths: the per-scope listener index and waterfalls with no listener."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+import dsh
+from dsh import Context
+
+pytestmark = pytest.mark.anyio
+
+Next = Callable[[], Awaitable[Any]]
+
+
+class Specs:
+    @dsh.hookspec
+    def tick(self, n: int) -> None:
+        """An emitted event."""
+
+    @dsh.hookspec
+    def text_build(self, text: str, call_next: Next) -> str:
+        """A waterfall."""
+        return text
+
+
+class Key:
+    """A scope key; keys are compared by identity, so equal keys are distinct scopes."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Key)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def names(listeners: tuple[Any, ...]) -> list[str]:
+    return [listener.fn.__name__ for listener in listeners]
+
+
+def tagged(heard: list[str], tag: str) -> Callable[[int], None]:
+    def listener(n: int) -> None:
+        heard.append(tag)
+
+    listener.__name__ = tag
+    return listener
+
+
+async def test_a_scoped_dispatch_merges_global_and_own_listeners_in_registration_order() -> None:
+    a, b = Key(), Key()
+    heard: list[str] = []
+    async with Context() as root:
+        root.events.add_hookspecs(Specs)
+        root.on("tick", tagged(heard, "g1"))
+        root.scoped(a).on("tick", tagged(heard, "a1"))
+        root.scoped(b).on("tick", tagged(heard, "b1"))
+        root.on("tick", tagged(heard, "g2"))
+        root.scoped(a).on("tick", tagged(heard, "a0"), prepend=True)
+        root.on("tick", tagged(heard, "g0"), prepend=True)
+        ev = root.events.event("tick")
+        assert names(ev.heard(a)) == ["g0", "a0", "g1", "a1", "g2"]
+        assert names(ev.heard(b)) == ["g0", "g1", "b1", "g2"]
+        assert names(ev.heard(None)) == ["g0", "g1", "g2"]
+        assert names(ev.heard(Key())) == ["g0", "g1", "g2"]  # equal, but another key
+        assert names(ev.listeners()) == ["g0", "a0", "g1", "a1", "b1", "g2"]
+        root.emit("tick", 1, scope=a)
+        assert heard == ["g0", "a0", "g1", "a1", "g2"]
+
+
+async def test_snapshots_follow_every_change() -> None:
+    a = Key()
+    heard: list[str] = []
+    async with Context() as root:
+        root.events.add_hookspecs(Specs)
+        ev = root.events.event("tick")
+        assert ev.heard(a) == ()
+        own = root.scoped(a).on("tick", tagged(heard, "a1"))
+        assert names(ev.heard(a)) == ["a1"]
+        glob = root.on("tick", tagged(heard, "g1"))  # a global change rebuilds every scope
+        assert names(ev.heard(a)) == ["a1", "g1"]
+        later = root.scoped(a).on("tick", tagged(heard, "a2"))
+        assert names(ev.heard(a)) == ["a1", "g1", "a2"]
+        own()
+        assert names(ev.heard(a)) == ["g1", "a2"]
+        later()  # the scope's last listener: the scope leaves the index
+        assert names(ev.heard(a)) == ["g1"]
+        assert names(ev.listeners()) == ["g1"]
+        glob()
+        assert ev.heard(a) == ev.heard(None) == ev.listeners() == ()
+        root.emit("tick", 1, scope=a)
+        await root.parallel("tick", 1, scope=a)
+        assert heard == []
+
+
+async def test_a_hookimpl_marked_trylast_stays_after_later_listeners_in_a_scope() -> None:
+    a = Key()
+    heard: list[str] = []
+
+    class Late(dsh.Plugin):
+        hookspecs = Specs
+
+        @dsh.hookimpl(trylast=True)
+        def tick(self, n: int) -> None:
+            heard.append("late")
+
+    async with Context() as root:
+        await root.plugin(Late)
+        root.scoped(a).on("tick", tagged(heard, "a1"))
+        root.on("tick", tagged(heard, "g1"))
+        root.emit("tick", 1, scope=a)
+        assert heard == ["a1", "g1", "late"]
+
+
+async def test_many_scopes_each_hear_only_their_own() -> None:
+    keys = [Key() for _ in range(50)]
+    heard: list[int] = []
+    async with Context() as root:
+        root.events.add_hookspecs(Specs)
+        for i, key in enumerate(keys):
+            root.scoped(key).on("tick", lambda n, i=i: heard.append(i))
+        for i, key in enumerate(keys):
+            root.emit("tick", i, scope=key)
+        assert heard == list(range(50))
+        ev = root.events.event("tick")
+        assert all(len(ev.heard(key)) == 1 for key in keys)
+
+
+async def test_a_waterfall_with_no_listener_returns_what_inner_returns() -> None:
+    async with Context() as root:
+        root.events.add_hookspecs(Specs)
+        assert await root.waterfall("text/build", "t", inner=lambda: "sync") == "sync"
+
+        async def later() -> str:
+            return "async"
+
+        assert await root.waterfall("text/build", "t", inner=later) == "async"
+        assert await root.waterfall("text/build", "t") is None
+        a = Key()
+        root.scoped(Key()).on("text/build", lambda text, call_next: "elsewhere")
+        assert await root.waterfall("text/build", "t", inner=lambda: "mine", scope=a) == "mine"
+
+
+async def test_a_waterfall_whose_listeners_all_pass_on_and_no_inner_gives_none() -> None:
+    async with Context() as root:
+        root.events.add_hookspecs(Specs)
+
+        async def passing(text: str, call_next: Next) -> Any:
+            return await call_next()
+
+        root.on("text/build", passing)
+        assert await root.waterfall("text/build", "t") is None
+
+        async def later() -> str:
+            return "inner"
+
+        assert await root.waterfall("text/build", "t", inner=later) == "inner"
