@@ -114,8 +114,13 @@ async def test_a_worker_killed_mid_session_is_retried_and_the_session_resumed(
         for job in jobs:
             stored = await snapshot(fleet, job.session)
             assert [e.seq for e in stored.events] == list(range(len(stored.events)))
+            # One record per attempt that committed anything, epochs rising: the other
+            # task on the killed worker may have taken its lease and died before its
+            # first commit (the kill comes as soon as the blocked task reports), so an
+            # epoch may be missing.
             attempts = [e.data["epoch"] for e in stored.events if e.type == ATTEMPT_EVENT]
-            assert attempts == list(range(1, len(attempts) + 1))
+            assert attempts
+            assert attempts == sorted(set(attempts))  # strictly rising
             assert ends(stored)[-1] == "completed"
         session = await snapshot(fleet, jobs[0].session)
     kinds = types_of(session)

@@ -14,6 +14,7 @@ from dsh.testing import capture_logs
 from dsh_llm import Message
 from dsh_session import (
     Lease,
+    Session,
     SessionError,
     SessionFencedError,
     SessionHeader,
@@ -240,6 +241,19 @@ async def test_lease_and_snapshot_check_what_a_backend_answers() -> None:
             await sessions.lease("s")
         with pytest.raises(SessionError, match="session/snapshot listener answered"):
             await sessions.snapshot("s")
+
+
+async def test_a_snapshot_may_be_answered_with_a_list_of_events() -> None:
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        sessions: Sessions = ctx.sessions
+        written = Session(SessionHeader("s", 1.0))
+        turn(written, 1)
+        events = list(written.events)
+        ctx.on("session/snapshot", lambda session_id: (written.header, events))
+        snapshot = await sessions.snapshot("s")
+        assert snapshot is not None
+        assert list(snapshot.events) == events
 
 
 def test_a_lease_stays_fenced_once_fenced() -> None:
