@@ -109,8 +109,12 @@ def list_sessions(path: str | os.PathLike[str], *, busy_ms: int = 5000) -> list[
         return []
     try:
         with transaction(connection, "BEGIN"):
-            rows = connection.execute("SELECT key, id, created_at, cwd, meta FROM sessions")
-            summaries = [_summarize(connection, base, row) for row in rows.fetchall()]
+            # An empty file: its creator has not given it the schema yet (nothing stored).
+            empty = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+            summaries = []
+            if not empty:
+                rows = connection.execute("SELECT key, id, created_at, cwd, meta FROM sessions")
+                summaries = [_summarize(connection, base, row) for row in rows.fetchall()]
     except sqlite3.Error as exc:
         raise SessionDatabaseError(
             f"cannot list the sessions of database {base}: {exc}", str(base)

@@ -225,6 +225,15 @@ async def test_a_database_that_cannot_be_created(tmp_path: Path) -> None:
         assert isinstance(info.value.__cause__, SessionDatabaseError)
 
 
+async def test_a_database_its_creator_has_not_given_a_schema_yet_lists_nothing(
+    store: SqliteStore,
+) -> None:
+    store.path.parent.mkdir()
+    store.path.write_bytes(b"")  # created, the schema not yet written: a reader races it
+    assert list_sessions(store.path) == []
+    assert read_session(store.path, "s") is None
+
+
 async def test_listing_or_reading_an_unusable_database(store: SqliteStore) -> None:
     store.path.parent.mkdir()
     store.path.write_bytes(b"x" * 4096)
