@@ -141,12 +141,12 @@ async def test_an_outer_cancel_of_the_unwinding_task_is_honoured_afterwards() ->
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_native_task_cancel_during_an_unwind_is_honoured_afterwards() -> None:
     log: list[str] = []
-    inside = anyio.Event()
+    inside, released = anyio.Event(), anyio.Event()
 
     def plugin(ctx: Context, config: None) -> Callable[[], Awaitable[None]]:
         async def undo() -> None:
             inside.set()
-            await anyio.sleep(0.01)  # a native cancel lands here, despite the shield
+            await released.wait()  # a native cancel lands here, despite the shield
             log.append("undone")
 
         return undo
@@ -160,6 +160,8 @@ async def test_a_native_task_cancel_during_an_unwind_is_honoured_afterwards() ->
         task = asyncio.get_running_loop().create_task(dispose())
         await inside.wait()
         task.cancel()
+        await anyio.lowlevel.checkpoint()  # the cancel reaches the waiting undo step first
+        released.set()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert log == ["undone"]
@@ -252,12 +254,12 @@ async def test_a_fiber_teardown_with_two_async_effects_survives_an_outer_cancel(
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_native_cancel_during_the_roots_teardown_is_delivered_after_it() -> None:
     log: list[str] = []
-    inside = anyio.Event()
+    inside, released = anyio.Event(), anyio.Event()
 
     def plugin(ctx: Context, config: None) -> Callable[[], Awaitable[None]]:
         async def undo() -> None:
             inside.set()
-            await anyio.sleep(0.01)
+            await released.wait()
             log.append("undone")
 
         return undo
@@ -270,6 +272,8 @@ async def test_a_native_cancel_during_the_roots_teardown_is_delivered_after_it()
     task = asyncio.get_running_loop().create_task(run_root())
     await inside.wait()
     task.cancel()
+    await anyio.lowlevel.checkpoint()  # the cancel reaches the waiting undo step first
+    released.set()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert log == ["undone"]

@@ -77,7 +77,7 @@ def test_a_title_quotes_the_telling_argument_on_one_line() -> None:
     long = "echo " + "a" * 200
     cut = tool_title("bash", {"command": long})
     assert cut == f"bash: {long[: TITLE_CHARS - 1]}…"
-    assert tool_title("read", {"file_path": "src/a.py"}, "/work") == "read: /work/src/a.py"
+    assert tool_title("read", {"file_path": "src/a.py"}, "/project") == "read: /project/src/a.py"
     assert tool_title("read", {"file_path": "/etc/../etc/hosts"}) == "read: /etc/hosts"
     assert tool_title("grep", {"pattern": "TODO", "path": "src"}) == "grep: TODO"
     assert tool_title("web_search", {"queries": ["a", "b"]}) == "web_search: a; b"
@@ -100,7 +100,7 @@ def test_a_relative_path_without_a_cwd_is_taken_from_the_process(
 
 
 def test_a_tool_call_starts_in_progress_with_its_arguments() -> None:
-    start = tool_call_start(call("bash", {"command": "ls"}, "call-9"), "/work")
+    start = tool_call_start(call("bash", {"command": "ls"}, "call-9"), "/project")
     assert start.session_update == "tool_call"
     assert (start.tool_call_id, start.title, start.kind) == ("call-9", "bash: ls", "execute")
     assert start.status == "in_progress"
@@ -118,10 +118,10 @@ def test_arguments_that_are_not_an_object_are_passed_raw() -> None:
 
 
 def test_a_read_is_located_at_its_file_and_line() -> None:
-    start = tool_call_start(call("read", {"file_path": "a.py", "offset": 40}), "/work")
+    start = tool_call_start(call("read", {"file_path": "a.py", "offset": 40}), "/project")
     assert start.kind == "read"
     assert start.locations is not None
-    assert [(loc.path, loc.line) for loc in start.locations] == [("/work/a.py", 40)]
+    assert [(loc.path, loc.line) for loc in start.locations] == [("/project/a.py", 40)]
     plain = tool_call_start(call("read", {"file_path": "/x/b.py"}))
     assert plain.locations is not None
     assert [(loc.path, loc.line) for loc in plain.locations] == [("/x/b.py", None)]
@@ -130,13 +130,13 @@ def test_a_read_is_located_at_its_file_and_line() -> None:
 def test_an_edit_shows_the_replaced_text_as_a_diff() -> None:
     data = call("edit", {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"})
     for live in (True, False):
-        start = tool_call_start(data, "/work", live)
+        start = tool_call_start(data, "/project", live)
         assert start.kind == "edit"
         assert start.content is not None
         [diff] = start.content
         assert diff.type == "diff"
-        assert (diff.path, diff.old_text, diff.new_text) == ("/work/a.py", "x = 1", "x = 2")
-    odd = tool_call_start(call("edit", {"file_path": "a.py", "old_string": 3}), "/work")
+        assert (diff.path, diff.old_text, diff.new_text) == ("/project/a.py", "x = 1", "x = 2")
+    odd = tool_call_start(call("edit", {"file_path": "a.py", "old_string": 3}), "/project")
     assert odd.content is None
     assert odd.locations is not None
 
@@ -209,7 +209,7 @@ def test_turn_ends_map_to_stop_reasons() -> None:
 
 def test_live_events_stream_deltas_and_skip_whole_messages() -> None:
     def live(kind: str, **data: Any) -> list[Any]:
-        return session_updates(event(kind, **data), "/work")
+        return session_updates(event(kind, **data), "/project")
 
     [text] = live("assistant/chunk", chunk={"type": "text-delta", "index": 0, "text": "Hi"})
     assert (text.session_update, text.content.text) == ("agent_message_chunk", "Hi")

@@ -1797,10 +1797,10 @@ async def test_messages_must_be_text_or_messages() -> None:
 
 async def test_an_agent_on_an_existing_session_continues_its_turns() -> None:
     async with loop_rig() as r:
-        session = r.root.sessions.create(id="kept", cwd="/work")
+        session = r.root.sessions.create(id="kept", cwd="/project")
         r.model.reply(text("one"), text("two"))
         agent = r.agent("first", session=session)
-        assert agent.cwd == "/work"
+        assert agent.cwd == "/project"
         await run(agent, "hi")
         await agent.dispose()
         # The session belongs to its creator: it outlives the agent.

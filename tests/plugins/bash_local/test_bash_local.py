@@ -113,8 +113,8 @@ async def test_a_process_that_left_the_group_cannot_hold_the_result_past_the_tim
     pid_file = tmp_path / "pid"
     fifo = make_fifo(tmp_path)
     escape = (
-        f"{sys.executable} -c 'import os, time; os.setsid(); "
-        f'open("{fifo}", "w").write("x"); time.sleep(100)\''
+        f"{sys.executable} -c 'import os, signal; os.setsid(); "
+        f'open("{fifo}", "w").write("x"); signal.pause()\''  # alive until killed
     )
     # The shell waits until the child has left the group, then exits at once.
     command = f"{escape} & echo $! > {pid_file}; read x < {fifo}; echo out"

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.anyio
 async def test_the_file_layout(tmp_path: Path) -> None:
     async with jsonl_runtime(tmp_path) as (_, sessions, plugin):
         assert plugin.root == tmp_path
-        session = sessions.create(cwd="/work", meta={"agent": "main", "model": "m"})
+        session = sessions.create(cwd="/project", meta={"agent": "main", "model": "m"})
         session.append("turn/start", {"turn": 1})
         assert not (tmp_path / session.id).exists()  # buffered
         session.append("user/message", {"turn": 1, "message": Message.user("hi").to_json()})
@@ -50,7 +50,7 @@ async def test_the_file_layout(tmp_path: Path) -> None:
         "version": FORMAT_VERSION,
         "id": session.id,
         "created_at": session.header.created_at,
-        "cwd": "/work",
+        "cwd": "/project",
         "meta": {"agent": "main", "model": "m"},
     }
     assert lines[1:] == json_records(session)

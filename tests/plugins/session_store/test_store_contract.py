@@ -53,7 +53,7 @@ def seqs(store: Store, session_id: str) -> list[int]:
 
 async def test_round_trip_through_a_fresh_runtime(store: Store) -> None:
     async with store.runtime() as (_, sessions, plugin):
-        session = sessions.create(cwd="/work", meta={"agent": "main", "model": "m"})
+        session = sessions.create(cwd="/project", meta={"agent": "main", "model": "m"})
         turn(session, 1)
         turn(session, 2)
         written = list(session.events)
@@ -64,7 +64,7 @@ async def test_round_trip_through_a_fresh_runtime(store: Store) -> None:
     assert store.header(session.id) == {
         "id": session.id,
         "created_at": session.header.created_at,
-        "cwd": "/work",
+        "cwd": "/project",
         "meta": {"agent": "main", "model": "m"},
     }
     assert store.records(session.id) == json_records(session)
