@@ -19,7 +19,8 @@ from dsh.testing import Mark, Reply, Wait, text, tool_call, tool_calls
 from dsh_approval import Approval, ApprovalRequest
 from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, LlmFailure, ReasoningDelta, TextDelta
 from dsh_stdio_agent import EXIT_OK
-from dsh_stdio_agent._view import SPINNER, View
+from dsh_stdio_agent._terminal import TerminalChat
+from dsh_stdio_agent._view import REDRAW, SPINNER, View
 from dsh_tool_todo import ToolTodo
 from dsh_tools import Tool, ToolCall
 from tests.plugins.stdio_agent.stdio_support import EchoArgs
@@ -422,3 +423,82 @@ def test_the_view_pauses_outside_a_turn_and_nested() -> None:
         "streaming",
         "end",
     ]
+
+
+class Clock:
+    """A clock the test moves by hand (the view's time source)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_redraw_skipped_within_a_frame_is_drawn_by_the_next_tick() -> None:
+    file = io.StringIO()
+    console = Console(file=file, force_terminal=True, width=WIDTH, height=50)
+    clock = Clock()
+    view = View(console, markdown=False, clock=clock)
+    view.begin()
+    view.answer("first")  # the first piece is drawn at once
+    assert screen(file.getvalue())[-1] == "first"
+    view.answer(" second")  # no time has passed: skipped, left for the heartbeat
+    assert "second" not in file.getvalue()
+    view.tick()
+    assert screen(file.getvalue())[-1] == "first second"
+    drawn = file.getvalue()
+    view.tick()  # nothing new: nothing drawn
+    assert file.getvalue() == drawn
+    clock.now += 2 * REDRAW
+    view.answer(" third")  # later than REDRAW: drawn without waiting for the heartbeat
+    assert screen(file.getvalue())[-1] == "first second third"
+    view.end(Text("end"))
+    assert screen(file.getvalue()) == ["first second third", "end"]
+
+
+def test_each_tick_draws_the_spinner_frame_of_its_time() -> None:
+    file = io.StringIO()
+    console = Console(file=file, force_terminal=True, width=WIDTH, height=50)
+    clock = Clock()
+    view = View(console, clock=clock)
+    view.begin()
+    frames, interval = SPINNER
+    assert screen(file.getvalue())[-1] == f"{frames[0]} working… · 0.0s"
+    for step in range(1, len(frames) + 2):
+        clock.now = 100.0 + (step + 0.5) * interval
+        view.tick()
+        shown = screen(file.getvalue())[-1]
+        assert shown == f"{frames[step % len(frames)]} working… · {(step + 0.5) * interval:.1f}s"
+    view.end(Text("end"))
+
+
+async def test_the_spinner_moves_while_the_model_is_silent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The model answers only once the chat's heartbeat has redrawn the spinner, so the
+    # turn outlasts a frame however fast the machine is.
+    waiting, go, ticked = anyio.Event(), anyio.Event(), anyio.Event()
+    reply = [Mark(waiting), Wait(go), *text("here")]
+    async with terminal_rig(reply) as t, anyio.create_task_group() as tg:
+        t.type("hi\r\x04")
+        tg.start_soon(t.rig.front.run)
+        await waiting.wait()
+        chat = t.rig.front._chat
+        assert isinstance(chat, TerminalChat)
+        view = chat.view
+        drawn = t.raw.count("working…")
+        heartbeat = view.tick
+
+        def tick() -> None:
+            heartbeat()
+            ticked.set()
+
+        monkeypatch.setattr(view, "tick", tick)
+        await ticked.wait()
+        assert t.raw.count("working…") > drawn  # the heartbeat drew the spinner again
+        assert re.fullmatch(SPIN + r" working… · \d+\.\ds", t.screen()[-1])
+        go.set()
+    lines = t.screen()
+    assert lines[1] == "here"
+    assert re.fullmatch(r"↳ \d+\.\ds", lines[2])
