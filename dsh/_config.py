@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
+from numbers import Number
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
@@ -32,7 +34,12 @@ def validate_config(
     """Return the validated config (``raw`` itself when there is no model).
 
     Unknown keys are errors at every nesting level, unless a model says
-    ``extra="allow"`` for itself.
+    ``extra="allow"`` for itself. Numbers and booleans are kept apart: a boolean
+    where a number is expected (``timeout_ms: true``) is an error, and so is a number
+    where a boolean is expected (``enabled: 1``), at any level, whatever the model's
+    coercion would have made of it; a float must be finite (no ``.inf``, ``.nan``).
+    Strings are still converted (``"10"`` for an ``int``, ``"true"`` for a ``bool``):
+    ``!env`` values are strings.
     """
     if model is None:
         return raw
@@ -44,7 +51,7 @@ def validate_config(
     except ValidationError as exc:
         problems = [(tuple(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)]
     else:
-        _unknown_keys(value, data, (), problems)
+        _compare(value, data, (), problems)
     if problems:
         where = f" ({entry.where})" if entry is not None else ""
         lines = [f'invalid config for plugin "{plugin}"{where}:']
@@ -58,6 +65,9 @@ def validate_config(
 
 
 _EXTRA = "Extra inputs are not permitted"
+_NOT_A_NUMBER = "Input should be a valid number, not a boolean"
+_NOT_A_BOOL = "Input should be a valid boolean, not a number"
+_NOT_FINITE = "Input should be a finite number"
 
 
 def _normal(key: str) -> str:
@@ -109,14 +119,33 @@ def _inner(annotation: Any, step: str | int) -> Any:
     return None
 
 
-def _unknown_keys(
+def _mismatch(value: object, raw: object) -> str | None:
+    """The problem when validation turned the boolean ``raw`` into a number or the
+    number ``raw`` into a boolean (``bool`` is an ``int`` to Python and to pydantic),
+    or made an infinite or not-a-number float (``.inf``, ``"nan"``)."""
+    if isinstance(raw, bool):
+        return None if isinstance(value, bool) or not isinstance(value, Number) else _NOT_A_NUMBER
+    if isinstance(value, bool):
+        return _NOT_A_BOOL if isinstance(raw, Number) else None
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NOT_FINITE
+    return None
+
+
+def _compare(
     value: object,
     raw: object,
     loc: tuple[str | int, ...],
     out: list[tuple[tuple[str | int, ...], str]],
 ) -> None:
-    """Report keys of ``raw`` that a model which did not opt into extras ignored."""
-    if isinstance(value, BaseModel) and isinstance(raw, Mapping):
+    """Report, walking the validated ``value`` beside the ``raw`` input, what validation
+    let through but a config must not hold: keys of ``raw`` that a model which did not
+    opt into extras ignored, a boolean or number coerced into the other, and a float
+    that is not finite."""
+    problem = _mismatch(value, raw)
+    if problem is not None:
+        out.append((loc, problem))
+    elif isinstance(value, BaseModel) and isinstance(raw, Mapping):
         fields = type(value).model_fields
         if type(value).model_config.get("extra") is None:
             known = set(fields)
@@ -125,11 +154,14 @@ def _unknown_keys(
         for name, field in fields.items():
             key = field.alias if field.alias and field.alias in raw else name
             if key in raw:
-                _unknown_keys(getattr(value, name), raw[key], (*loc, key), out)
+                _compare(getattr(value, name), raw[key], (*loc, key), out)
     elif isinstance(value, Mapping) and isinstance(raw, Mapping):
         # Pair by position: validation may coerce the keys ("1" -> 1) but keeps the order.
-        for (key, raw_item), item in zip(raw.items(), value.values(), strict=False):
-            _unknown_keys(item, raw_item, (*loc, key), out)
+        for (raw_key, raw_item), (key, item) in zip(raw.items(), value.items(), strict=False):
+            mismatch = _mismatch(key, raw_key)
+            if mismatch is not None:
+                out.append(((*loc, raw_key), mismatch))
+            _compare(item, raw_item, (*loc, raw_key), out)
     elif (
         isinstance(value, Sequence)
         and not isinstance(value, str)
@@ -137,4 +169,4 @@ def _unknown_keys(
         and not isinstance(raw, str)
     ):
         for i, (item, raw_item) in enumerate(zip(value, raw, strict=False)):
-            _unknown_keys(item, raw_item, (*loc, i), out)
+            _compare(item, raw_item, (*loc, i), out)

@@ -96,11 +96,12 @@ def read_tasks(
 ) -> list[Task]:
     """The tasks of the JSON-lines file ``path``, in file order (blank lines skipped).
 
-    Every line is checked before anything runs: a line that is not a JSON object, a
-    missing or malformed ``id``/``prompt``/``cwd``/``model``, an unknown key, a model
-    no adapter serves (``models``), a task without a model when there is no
-    ``default_model``, and an id repeated. Raises :class:`TaskFileError` listing every
-    problem as ``<path>:<line>: …``.
+    Every line is checked before anything runs: a line that is not a JSON object (or
+    is nested too deeply to decode), a missing or malformed
+    ``id``/``prompt``/``cwd``/``model``, an unknown key, a model no adapter serves
+    (``models``), a task without a model when there is no ``default_model``, and an id
+    repeated. Raises :class:`TaskFileError` listing every problem as
+    ``<path>:<line>: …``.
     """
     try:
         raw = path.read_bytes()
@@ -119,6 +120,9 @@ def read_tasks(
             value = json.loads(line)
         except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
             problems.append(f"{where}: not JSON ({exc})")
+            continue
+        except RecursionError:  # the decoder's depth limit: [[[[… or {"a": {"a": …
+            problems.append(f"{where}: not JSON (nested too deeply: a task is one flat object)")
             continue
         task, found = _task_of(value, where, folder, models, default_model)
         problems.extend(found)

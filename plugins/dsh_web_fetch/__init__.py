@@ -14,6 +14,7 @@ from ._fence import (
     FencedTransport,
     Resolver,
     is_blocked,
+    literal_address,
     resolve_host,
 )
 from ._fetcher import ACCEPT, HttpFetcher
@@ -36,6 +37,7 @@ __all__ = [
     "WebFetchConfig",
     "check_url",
     "is_blocked",
+    "literal_address",
     "load_converter",
     "plugin",
     "resolve_host",

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pydantic
 import pytest
 
-from dsh import ConfigError, Context, DshError, FiberState, Plugin
-from dsh.testing import state
+from dsh import ConfigError, Context, DshError, FiberState, Plugin, cli
+from dsh.testing import state, write_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -219,3 +222,170 @@ def test_no_suggestion_where_the_level_is_not_a_model() -> None:
     assert _did_you_mean(Suggesting, ("numbers", "a", "x")) == ""
     assert _did_you_mean(Suggesting, ("inner", 0, "x")) == ""
     assert _did_you_mean(Suggesting, (0,)) == ""
+
+
+# -- strict numbers: a YAML boolean is not a number, nor a number a boolean ---------------
+
+
+class Limits(pydantic.BaseModel):
+    ratio: float = 0.5
+
+
+class Numeric(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    count: int = 0
+    ratio: float = 0.0
+    amount: Decimal = Decimal(0)
+    maybe: int | None = None
+    either: int | bool = 0
+    flag: bool = False
+    anything: Any = None
+    label: int | str = ""
+    limits: Limits = Limits()
+    sizes: list[int] = []
+    pair: tuple[int, float] = (0, 0.0)
+    by_name: dict[str, Limits] = {}
+    weights: dict[str, float] = {}
+    by_id: dict[int, str] = {}
+
+
+class NumericPlugin(Plugin):
+    Config = Numeric
+
+
+async def load_numeric(config: Any, entry: Any = None) -> Any:
+    async with Context() as root:
+        fiber = root._plugin(NumericPlugin, config, entry=entry)
+        try:
+            await fiber
+        except ConfigError as exc:
+            return str(exc).splitlines()[1:]
+        return fiber.config
+
+
+NOT_A_NUMBER = "Input should be a valid number, not a boolean"
+NOT_A_BOOL = "Input should be a valid boolean, not a number"
+NOT_FINITE = "Input should be a finite number"
+
+
+@pytest.mark.parametrize(
+    ("config", "where"),
+    [
+        ({"count": True}, "count"),
+        ({"count": False}, "count"),
+        ({"ratio": True}, "ratio"),
+        ({"maybe": True}, "maybe"),
+        ({"label": True}, "label"),
+        ({"limits": {"ratio": False}}, "limits.ratio"),
+        ({"sizes": [1, True, 3]}, "sizes.1"),
+        ({"pair": [1, True]}, "pair.1"),
+        ({"by_name": {"a": {}, "b": {"ratio": True}}}, "by_name.b.ratio"),
+        ({"weights": {"x": 1.5, "y": True}}, "weights.y"),
+        ({"by_id": {True: "yes"}}, "by_id.True"),
+    ],
+)
+async def test_a_boolean_where_a_number_is_expected_is_refused(
+    config: dict[str, Any], where: str
+) -> None:
+    assert await load_numeric(config) == [f"  - {NOT_A_NUMBER} (at {where})"]
+
+
+@pytest.mark.parametrize(
+    ("config", "where"),
+    [({"flag": 1}, "flag"), ({"flag": 0.0}, "flag"), ({"flag": Decimal(0)}, "flag")],
+)
+async def test_a_number_where_a_boolean_is_expected_is_refused(
+    config: dict[str, Any], where: str
+) -> None:
+    assert await load_numeric(config) == [f"  - {NOT_A_BOOL} (at {where})"]
+
+
+@pytest.mark.parametrize(
+    ("config", "where"),
+    [
+        ({"ratio": math.inf}, "ratio"),
+        ({"ratio": "-inf"}, "ratio"),
+        ({"limits": {"ratio": math.nan}}, "limits.ratio"),
+        ({"weights": {"x": "nan"}}, "weights.x"),
+        ({"anything": math.inf}, "anything"),
+    ],
+)
+async def test_a_float_that_is_not_finite_is_refused(config: dict[str, Any], where: str) -> None:
+    assert await load_numeric(config) == [f"  - {NOT_FINITE} (at {where})"]
+
+
+async def test_every_coerced_value_is_reported_with_its_place() -> None:
+    assert await load_numeric({"count": True, "sizes": [False], "flag": 1}, Entry()) == [
+        f"  - dsh.yml:5: {NOT_A_NUMBER} (at count)",
+        f"  - dsh.yml:5: {NOT_A_BOOL} (at flag)",
+        f"  - dsh.yml:6: {NOT_A_NUMBER} (at sizes.0)",
+    ]
+
+
+async def test_booleans_and_numbers_in_their_own_places_pass() -> None:
+    config = await load_numeric(
+        {
+            "count": 3,
+            "ratio": 2,  # an integer is a number
+            "amount": "1.5",
+            "either": True,  # a union that takes a boolean keeps it
+            "flag": True,
+            "anything": False,
+            "sizes": [1, 2],
+            "weights": {"x": 1},
+        }
+    )
+    assert isinstance(config, Numeric)
+    assert (config.count, config.ratio, config.amount) == (3, 2.0, Decimal("1.5"))
+    assert config.either is True
+    assert config.flag is True
+    assert config.anything is False
+    assert config.sizes == [1, 2]
+
+
+async def test_numbers_and_booleans_spelled_as_strings_still_pass() -> None:
+    # What ``!env`` gives: environment values are strings.
+    config = await load_numeric({"count": "10", "ratio": "0.25", "flag": "true", "either": "7"})
+    assert isinstance(config, Numeric)
+    assert (config.count, config.ratio, config.flag, config.either) == (10, 0.25, True, 7)
+
+
+def test_dsh_check_names_the_line_of_a_boolean_given_for_a_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_deployment(
+        tmp_path,
+        """\
+        - {id: bash, name: bash}
+        - id: shell
+          name: bash-local
+          config:
+            kill_grace_ms: 10
+            default_timeout_ms: true
+        """,
+    )
+    assert cli.main(["check", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        f"deployment {path} has 1 problem:",
+        f"invalid config for plugin \"bash-local\" ({path}:2: entry 'shell'):",
+        f"  - {path}:6: Input should be a valid number, not a boolean (at default_timeout_ms)",
+    ]
+
+
+def test_dsh_check_takes_a_number_from_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_deployment(
+        tmp_path,
+        """\
+        - {id: bash, name: bash}
+        - id: shell
+          name: bash-local
+          config: {default_timeout_ms: !env DSH_TEST_TIMEOUT_MS}
+        """,
+    )
+    monkeypatch.setenv("DSH_TEST_TIMEOUT_MS", "5000")
+    assert cli.main(["check", str(path)]) == 0
+    assert capsys.readouterr().out == f"{path}: ok (2 plugin entries active)\n"

@@ -95,6 +95,41 @@ def test_bad_task_lines_are_reported_before_anything_runs(
     assert "3 bad task lines" in capsys.readouterr().err
 
 
+DEEP = 100_000
+
+
+def test_a_line_nested_too_deeply_is_a_bad_line_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = fleet_deployment(tmp_path)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        '{"id": "a", "prompt": "answer"}\n'
+        + "[" * DEEP
+        + "]" * DEEP
+        + "\n"
+        + '{"a": ' * DEEP
+        + "1"
+        + "}" * DEEP
+        + "\n"
+        + '{"id": "b", "prompt": "x", "cwd": '
+        + "[" * DEEP
+        + "\n"
+    )
+    for action in ("run", "status"):
+        assert cli.main(["fleet", action, str(path), str(tasks)]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.splitlines() == [
+            f"{tasks}: 3 bad task lines (nothing ran):",
+            *(
+                f"  {tasks}:{line}: not JSON (nested too deeply: a task is one flat object)"
+                for line in (2, 3, 4)
+            ),
+        ]
+    assert not (tmp_path / "sessions").exists()
+
+
 def test_command_line_mistakes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = fleet_deployment(tmp_path)
     tasks = write_tasks(tmp_path / "tasks.jsonl", answer_tasks(1))

@@ -2,8 +2,9 @@
 
 ``Network`` stands in for the resolver and the socket layer at once: host names resolve
 from its table, and a connection is opened only to an address routed to a loopback
-port; any other attempt is recorded and fails. So a test can name hosts that "resolve"
-to private or public addresses while no packet ever leaves 127.0.0.1.
+port; any other attempt is recorded and fails (or, with ``fail_unrouted``, fails the
+test at once). So a test can name hosts that "resolve" to private or public addresses
+while no packet ever leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpcore
+import pytest
 
 from dsh import Context
 from dsh_web import FetchResult, Web
@@ -26,10 +28,12 @@ from dsh_web_fetch import HttpFetcher, WebFetch
 @dataclass
 class Network:
     """Resolves from ``names`` and connects only to ``routes`` (address -> loopback
-    port); ``attempts`` records every ``(address, port)`` a connection was tried to."""
+    port); ``attempts`` records every ``(address, port)`` a connection was tried to, and
+    with ``fail_unrouted`` an attempt to any other address fails the test."""
 
     names: dict[str, list[str]] = field(default_factory=dict)
     routes: dict[str, int] = field(default_factory=dict)
+    fail_unrouted: bool = False
     attempts: list[tuple[str, int]] = field(default_factory=list)
     looked_up: list[str] = field(default_factory=list)
 
@@ -58,6 +62,8 @@ class _Routed(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         self.network.attempts.append((host, port))
         target = self.network.routes.get(host)
+        if target is None and self.network.fail_unrouted:
+            pytest.fail(f"test network: a connection to {host}:{port} was attempted")
         if target is None:
             raise httpcore.ConnectError(f"test network: no route to {host}")
         return await self.loopback.connect_tcp("127.0.0.1", target, timeout=timeout)
