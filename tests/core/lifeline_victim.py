@@ -22,6 +22,7 @@ from dsh_jobs import Jobs
 from dsh_mcp import Mcp
 from dsh_system_prompt import SystemPrompt
 from dsh_tools import Tools
+from tests.core.lifeline_support import wait_for
 
 SERVER = Path(__file__).parents[1] / "plugins" / "mcp" / "servers" / "echo_server.py"
 GRANDCHILDREN = "sleep 1000 & sleep 1000 & echo > {ready}; wait"
@@ -40,15 +41,14 @@ async def main(what: str, mark: str, ready: Path) -> None:
             await root.plugin(Jobs)
             await root.jobs.start(BashRequest(GRANDCHILDREN.format(ready=ready), env=env))
             if what == "exit":
-                while not ready.exists():  # a bounded poll: the test waits for the end
-                    await anyio.sleep(0.01)
+                await anyio.to_thread.run_sync(wait_for, ready.exists, "the job")
                 return  # the runtime ends here, normally, with the job running
         else:
             await root.plugin(SystemPrompt)
             await root.plugin(Tools)
             server = {"command": sys.executable, "args": [str(SERVER), "--child"], "env": env}
             await root.plugin(Mcp, {"servers": {"echo": server}})
-            ready.write_text("up")
+            await anyio.to_thread.run_sync(ready.write_text, "up")
         await anyio.sleep_forever()
 
 
