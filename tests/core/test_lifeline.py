@@ -140,7 +140,10 @@ def test_a_killed_watcher_is_replaced_and_told_every_group(
     old = lifeline.watcher_pid
     assert old is not None
     os.kill(old, signal.SIGKILL)
-    wait_for(lambda: Path(f"/proc/{old}/stat").read_text().split()[2] == "Z", "its death")
+    wait_for(
+        lambda: Path(f"/proc/{old}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+        "its death",
+    )
     lifeline.watch(second.pid)  # the pipe is broken: a new watcher
     assert lifeline.watcher_pid not in (None, old)
     assert gone(old)  # reaped
