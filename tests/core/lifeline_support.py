@@ -42,6 +42,14 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.02)
 
 
+def environ_of(pid: int) -> list[bytes]:
+    """The environment entries of process ``pid``, once they can be read (the file is
+    empty until the new program's stack is set up, a moment after its exec)."""
+    path = Path(f"/proc/{pid}/environ")
+    wait_for(lambda: bool(path.read_bytes()), f"the environment of {pid}")
+    return path.read_bytes().split(b"\0")
+
+
 def survivors(victim: subprocess.Popen[bytes], mark: str) -> list[int]:
     """Wait until the processes marked ``mark`` are gone (for at most
     :data:`PATIENCE`); those still there then (killed afterwards, not to leak)."""

@@ -15,7 +15,7 @@ import pytest
 
 from dsh import _watcher
 from dsh.lifeline import LIFELINE, MARK, Lifeline, open_process, reap
-from tests.core.lifeline_support import PATIENCE, marked, wait_for
+from tests.core.lifeline_support import PATIENCE, environ_of, marked, wait_for
 
 KILLED = -signal.SIGKILL
 
@@ -238,9 +238,9 @@ async def test_open_process_leads_a_watched_group_and_reap_releases_it() -> None
     try:
         assert os.getpgid(process.pid) == process.pid == os.getsid(process.pid)
         assert process.pid in LIFELINE.groups
-        environ = await anyio.to_thread.run_sync(Path(f"/proc/{process.pid}/environ").read_bytes)
-        assert f"{MARK}={LIFELINE.token}".encode() in environ.split(b"\0")
-        assert b"A=b" in environ.split(b"\0")
+        environ = await anyio.to_thread.run_sync(environ_of, process.pid)
+        assert f"{MARK}={LIFELINE.token}".encode() in environ
+        assert b"A=b" in environ
     finally:
         process.kill()
         await reap(process)
