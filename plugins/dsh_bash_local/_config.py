@@ -6,9 +6,24 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["DEFAULT_SCRUB", "LocalBashConfig"]
 
-#: Parts of variable names that mark a secret: a variable whose name contains one
-#: (case-insensitively) is removed from a command's environment.
-DEFAULT_SCRUB = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
+#: What marks a variable's name as a secret (compared in upper case): a part the name
+#: contains, or a glob pattern (an entry with ``*``, ``?`` or ``[``) the whole name
+#: matches. Such a variable is removed from a command's environment.
+DEFAULT_SCRUB = (
+    "API_KEY",
+    "APIKEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "PRIVATE_KEY",
+    "ACCESS_KEY",
+    "DATABASE_URL",
+    "*_PWD",
+    "*_KEY",
+    "NPM_*AUTH*",
+)
 
 
 class LocalBashConfig(BaseModel):
@@ -30,8 +45,12 @@ class LocalBashConfig(BaseModel):
     kill_grace_ms: int = Field(default=3000, ge=0)
     #: Variables added to every command's environment (after scrubbing).
     env: dict[str, str] = Field(default_factory=dict)
-    #: Name parts marking secrets to remove from the inherited environment.
+    #: Name parts and glob patterns marking secrets to remove from the inherited
+    #: environment.
     scrub_env: list[str] = Field(default_factory=lambda: list(DEFAULT_SCRUB))
+    #: Remove, whatever its name, an inherited variable whose value holds a URL with a
+    #: password (``scheme://user:password@``).
+    scrub_url_passwords: bool = True
     #: The shell program, started as ``<shell> -c <command>``.
     shell: str = Field(default="bash", min_length=1)
 

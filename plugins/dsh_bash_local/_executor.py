@@ -12,6 +12,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from dsh import InFlight
+from dsh.lifeline import open_process, reap
 from dsh_bash import (
     BashRequest,
     BashResult,
@@ -24,6 +25,7 @@ from dsh_bash import (
 )
 
 from ._config import LocalBashConfig
+from ._scrub import Scrub
 
 __all__ = ["LocalExecutor"]
 
@@ -34,17 +36,18 @@ FIXED_ENV = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"
 class LocalExecutor:
     """Runs each request as ``<shell> -c <command>`` on this machine.
 
-    The shell leads a new session and process group, reads ``/dev/null`` and writes to
-    two pipes; stopping it (timeout, cancellation, :meth:`stop_all`) sends SIGTERM to the
-    whole group, then SIGKILL after the grace. When the shell exits, whatever it left
-    running in its group is killed too.
+    The shell leads a new session and process group (watched by :mod:`dsh.lifeline`:
+    killed if this process dies first), reads ``/dev/null`` and writes to two pipes;
+    stopping it (timeout, cancellation, :meth:`stop_all`) sends SIGTERM to the whole
+    group, then SIGKILL after the grace. When the shell exits, whatever it left running
+    in its group is killed too.
     """
 
     def __init__(self, config: LocalBashConfig) -> None:
         self.config = config
         self.spill = SpillFolder(config.spill_dir)
         self.inflight = InFlight()
-        self._scrub = tuple(part.upper() for part in config.scrub_env)
+        self._scrub = Scrub(config.scrub_env, urls=config.scrub_url_passwords)
         self._grace = config.kill_grace_ms / 1000
         self._stops: set[anyio.CancelScope] = set()
 
@@ -57,14 +60,11 @@ class LocalExecutor:
 
     def environment(self, request: BashRequest) -> dict[str, str]:
         """The environment of ``request``'s command: this process's, without the
-        variables whose names contain a scrubbed part, plus the config's ``env``, the
-        request's ``env``, the fixed variables and ``DSH_SESSION_ID``."""
-        scrub = self._scrub
-        env = {
-            name: value
-            for name, value in os.environ.items()
-            if not any(part in name.upper() for part in scrub)
-        }
+        secrets (see :class:`~dsh_bash_local._scrub.Scrub`), plus the config's ``env``, the
+        request's ``env``, the fixed variables and ``DSH_SESSION_ID``. (The lifeline
+        adds its mark when the command starts.)"""
+        secret = self._scrub.secret
+        env = {name: value for name, value in os.environ.items() if not secret(name, value)}
         env.pop("DSH_SESSION_ID", None)
         env.update(self.config.env)
         env.update(request.env)
@@ -105,14 +105,13 @@ class LocalExecutor:
             # (and whatever it starts) running where nothing kills its group; it is
             # delivered at the first checkpoint below instead.
             with anyio.CancelScope(shield=True):
-                process = await anyio.open_process(
+                process = await open_process(
                     [config.shell, "-c", request.command],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     cwd=cwd,
                     env=self.environment(request),
-                    start_new_session=True,
                 )
         except OSError as exc:
             reason = exc.strerror or str(exc)
@@ -144,8 +143,7 @@ class LocalExecutor:
         finally:
             run.stdout.close()
             run.stderr.close()
-            with anyio.CancelScope(shield=True):
-                await process.aclose()
+            await reap(process)
         result = run.result = _result(process, run, limit, timed_out, aborted=False)
         return result
 

@@ -16,8 +16,8 @@ from typing import Any, TypeAlias
 import anyio
 import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import get_default_environment, stdio_client
+from mcp import ClientSession, types
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
@@ -28,6 +28,7 @@ from dsh_tools import ToolResult
 from ._config import McpConfig, McpServerConfig
 from ._errors import MCP_DISCONNECTED, MCP_TIMEOUT, MCP_TOOL_ERROR
 from ._results import render
+from ._stdio import stdio
 
 __all__ = ["McpServer", "backoff"]
 
@@ -216,13 +217,12 @@ class McpServer:
         if spec.url is not None:
             return _http(spec.url, spec.headers, self._settings.tool_call_timeout_ms)
         assert spec.command is not None
-        params = StdioServerParameters(
-            command=spec.command,
-            args=spec.args,
-            env={**get_default_environment(), **spec.env},
-            cwd=None if spec.cwd is None else self._base / spec.cwd,
+        return stdio(
+            spec.command,
+            spec.args,
+            {**get_default_environment(), **spec.env},
+            None if spec.cwd is None else self._base / spec.cwd,
         )
-        return _stdio(params)
 
     async def _pump(self, read: _Inbound, writer: _InboundWriter, conn: _Connection) -> None:
         """Hand the server's messages to the session; when they end, the connection is
@@ -327,12 +327,6 @@ async def _list_tools(session: ClientSession) -> list[types.Tool]:
         if not page.nextCursor:
             return tools
         params = types.PaginatedRequestParams(cursor=page.nextCursor)
-
-
-@contextlib.asynccontextmanager
-async def _stdio(params: StdioServerParameters) -> AsyncIterator[tuple[_Inbound, _Outbound]]:
-    async with stdio_client(params) as (read, write):
-        yield read, write
 
 
 @contextlib.asynccontextmanager

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from dsh import ConfigError, Context, DeploymentError, load_deployment
+from dsh.lifeline import LIFELINE
 from dsh.testing import write_deployment
 from dsh_bash import Bash, BashRequest, BashRun, BashSpawnError, BashUnavailableError
 from dsh_bash_local import FIXED_ENV, LocalBash
@@ -291,6 +292,36 @@ async def test_added_variables_the_session_id_and_a_custom_scrub_list(
         )
         result = await root.bash.run(request)
     assert result.stdout.text == "visible with a custom list//c/r/1/s-1\n"
+
+
+async def test_the_widened_default_scrubs_names_and_urls_with_passwords(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    leaks = {
+        "DATABASE_URL": "postgres://db/app",
+        "AWS_ACCESS_KEY_ID": "AKIA",
+        "MYSQL_PWD": "pw",
+        "NPM_AUTH_TOKEN": "npm",
+        "SMB_PASSWD": "pw",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/key.json",
+        "UPSTREAM": "https://me:hunter2@mirror.example/",
+    }
+    for name, value in leaks.items():
+        monkeypatch.setenv(name, value)
+    async with shell() as root:
+        result = await run(root, "env")
+    names = {line.split("=", 1)[0] for line in result.stdout.text.splitlines()}
+    assert names.isdisjoint(leaks)
+    assert {"PATH", "HOME"} <= names
+    async with shell(scrub_url_passwords=False, scrub_env=[]) as root:
+        result = await run(root, "echo $UPSTREAM $MYSQL_PWD")
+    assert result.stdout.text == "https://me:hunter2@mirror.example/ pw\n"
+
+
+async def test_a_command_carries_the_lifeline_mark() -> None:
+    async with shell() as root:
+        result = await run(root, "echo $DSH_LIFELINE")
+    assert result.stdout.text == f"{LIFELINE.token}\n"
 
 
 # -- spawn failures and unloading ----------------------------------------------------------

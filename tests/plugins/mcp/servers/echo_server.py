@@ -12,7 +12,9 @@ Options that make it misbehave, for the failure tests:
 * ``--starts FILE``: append its pid to FILE at each start, and with
   ``--fail-starts A-B`` exit at once when this is start number A..B (1-based);
 * ``--crash-after N``: exit in the middle of the N-th tool call;
-* ``--extra-tools``: also list tools whose names need normalising.
+* ``--extra-tools``: also list tools whose names need normalising;
+* ``--child``: start ``sleep 1000`` in its own process group first (a grandchild of the
+  client, for the tests of what survives the client).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -211,7 +214,10 @@ def main() -> None:
     parser.add_argument("--fail-starts", default="0-0")
     parser.add_argument("--crash-after", type=int, default=0)
     parser.add_argument("--extra-tools", action="store_true")
+    parser.add_argument("--child", action="store_true")
     options = parser.parse_args()
+    if options.child:
+        subprocess.Popen(["sleep", "1000"])
     if options.announce is not None:
         options.announce.write_text(str(os.getpid()), encoding="utf-8")
     if options.exit_on_start:

@@ -1,0 +1,92 @@
+"""The watcher process of :mod:`dsh.lifeline`: it kills what dsh started once dsh is gone.
+
+It runs as ``python -I -S _watcher.py <fd> <token>`` and imports nothing but the standard
+library (neither ``dsh`` nor anything it needs), so it starts fast and stays small. It
+reads lines from the pipe ``fd`` whose only writer is the dsh process: ``+<pgid>`` when a
+process group was started, ``-<pgid>`` when it has been reaped. The end of that pipe is the
+end of dsh, however it ended; the watcher then sends SIGKILL to every group still listed,
+and to every process whose environment holds ``DSH_LIFELINE=<token>`` (what left its group,
+or was started just before dsh could list it), and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+__all__ = ["IGNORED", "MARK", "marked", "serve", "sweep"]
+
+#: The environment variable whose value ties a process to one dsh process's watcher.
+MARK = "DSH_LIFELINE"
+
+#: Signals the watcher ignores: only the end of its pipe (or SIGKILL) ends it, so a
+#: Ctrl-C, a hangup or a ``kill`` aimed at dsh does not take its guard away first.
+IGNORED = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)
+
+#: The most sweeps of ``/proc`` after dsh ended (each kills what the previous one missed:
+#: processes forked meanwhile).
+_SWEEPS = 20
+
+
+def serve(fd: int, token: str) -> None:
+    """Follow the registrations on ``fd`` until its end, then kill what is listed or
+    marked with ``token``."""
+    groups: set[int] = set()
+    pending = b""
+    while chunk := os.read(fd, 65536):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            pgid = int(line[1:])
+            if line.startswith(b"+"):
+                groups.add(pgid)
+            else:
+                groups.discard(pgid)
+    os.close(fd)
+    for pgid in groups:
+        _kill(os.killpg, pgid)
+    for _ in range(_SWEEPS):
+        if not sweep(token):
+            break
+
+
+def sweep(token: str) -> int:
+    """SIGKILL every process (but this one) whose environment holds
+    ``DSH_LIFELINE=<token>``; how many were found."""
+    entry = f"\0{MARK}={token}\0".encode()
+    found = 0
+    for pid in marked(entry):
+        found += 1
+        _kill(os.kill, pid)
+    return found
+
+
+def marked(entry: bytes) -> list[int]:
+    """The pids (but this process's) whose ``/proc/<pid>/environ`` holds ``entry``
+    (``\\0NAME=value\\0``)."""
+    pids = []
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as file:
+                environ = b"\0" + file.read()
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        if entry in environ:
+            pids.append(int(name))
+    return pids
+
+
+def _kill(send: Callable[[int, int], None], target: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        send(target, signal.SIGKILL)
+
+
+if __name__ == "__main__":  # pragma: no cover (the watcher process; its parts are tested)
+    for number in IGNORED:
+        signal.signal(number, signal.SIG_IGN)
+    serve(int(sys.argv[1]), sys.argv[2])

@@ -1,0 +1,186 @@
+"""Lifelines: the processes dsh starts die when dsh dies, however it dies.
+
+Every process group dsh starts (a bash command, a background job, an MCP stdio server, a
+hook) is listed with one small watcher process per dsh process, started on first use.
+The watcher reads a pipe whose write end only this process holds (close-on-exec, and
+closed in a forked child); when that pipe ends (dsh exited, crashed or was sent SIGKILL,
+from whatever thread) it sends SIGKILL to every group still listed, and to every process
+whose environment still carries this process's mark (``DSH_LIFELINE=<token>``: what left
+its group with ``setsid``, or was started a moment before dsh could list it). See
+``docs/rfc/0024-lifelines.md``.
+
+:func:`open_process` starts a watched process, :func:`reap` waits for it and drops it
+from the list; :data:`LIFELINE` is this process's lifeline, for a caller that starts its
+processes some other way (:meth:`Lifeline.mark` its environment, :meth:`Lifeline.watch`
+its group, :meth:`Lifeline.release` it once reaped).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+
+from ._watcher import MARK
+
+__all__ = ["LIFELINE", "MARK", "Lifeline", "open_process", "reap"]
+
+_WATCHER = str(Path(__file__).with_name("_watcher.py"))
+
+
+class Lifeline:
+    """The list of this process's process groups, kept by a watcher process.
+
+    Thread-safe. The watcher starts on first use (or :meth:`start`); if it is killed, the
+    next registration starts another and tells it every group. A forked child gets a
+    lifeline of its own (and drops the parent's pipe, so the parent's end is still seen).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._groups: set[int] = set()
+        self._fd: int | None = None
+        self._watcher: subprocess.Popen[bytes] | None = None
+        self.token = _new_token()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def __repr__(self) -> str:
+        return f"<Lifeline {self.token} watching {len(self._groups)} group(s)>"
+
+    @property
+    def watcher_pid(self) -> int | None:
+        """The watcher's pid (None before it has started)."""
+        watcher = self._watcher
+        return None if watcher is None else watcher.pid
+
+    @property
+    def groups(self) -> frozenset[int]:
+        """The process groups listed now."""
+        return frozenset(self._groups)
+
+    def mark(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``env`` (default: this process's environment) with this lifeline's mark."""
+        marked = dict(os.environ if env is None else env)
+        marked[MARK] = self.token
+        return marked
+
+    def start(self) -> None:
+        """Start the watcher unless it runs. Raises ``OSError`` when it cannot start."""
+        with self._lock:
+            if self._fd is None:
+                self._spawn()
+
+    def watch(self, pgid: int) -> None:
+        """List the process group ``pgid``: it is killed if this process dies first."""
+        with self._lock:
+            self._groups.add(pgid)
+            self._send(f"+{pgid}\n")
+
+    def release(self, pgid: int) -> None:
+        """Drop ``pgid`` from the list (its leader has been reaped)."""
+        with self._lock:
+            self._groups.discard(pgid)
+            self._send(f"-{pgid}\n")
+
+    def _send(self, line: str) -> None:
+        if self._fd is None:
+            self._spawn()
+        assert self._fd is not None
+        try:
+            os.write(self._fd, line.encode())
+        except BrokenPipeError:  # the watcher was killed: a new one is told every group
+            self._spawn()
+            os.write(self._fd, "".join(f"+{pgid}\n" for pgid in self._groups).encode())
+
+    def _spawn(self) -> None:
+        self._close()
+        read, write = os.pipe()  # both close-on-exec: no other child inherits them
+        env = {name: value for name, value in os.environ.items() if name != MARK}
+        try:
+            self._watcher = subprocess.Popen(
+                [sys.executable, "-I", "-S", _WATCHER, str(read), self.token],
+                pass_fds=(read,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(write)
+            raise OSError(
+                exc.errno, f"cannot start the lifeline watcher ({sys.executable}): {exc.strerror}"
+            ) from exc
+        finally:
+            os.close(read)
+        self._fd = write
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._watcher is not None:
+            self._watcher.poll()  # reap it if it died
+
+    def _forget(self) -> None:
+        """After a fork, in the child: the parent's groups and watcher are not its own."""
+        self._lock = threading.Lock()
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = None
+        self._watcher = None
+        self._groups = set()
+        self.token = _new_token()
+
+
+def _new_token() -> str:
+    return f"{os.getpid()}-{secrets.token_hex(8)}"
+
+
+#: This process's lifeline.
+LIFELINE = Lifeline()
+
+
+async def open_process(
+    command: Sequence[str], *, env: Mapping[str, str] | None = None, **options: Any
+) -> Process:
+    """``anyio.open_process(command, ...)`` as the leader of a new session and process
+    group, its environment (``env``, default this process's) marked, its group watched.
+    End it with :func:`reap` once it has exited. Raises ``OSError`` when it (or the
+    watcher) cannot start."""
+    LIFELINE.start()
+    process = await anyio.open_process(
+        command, env=LIFELINE.mark(env), start_new_session=True, **options
+    )
+    try:
+        LIFELINE.watch(process.pid)
+    except BaseException:
+        _kill_group(process.pid)
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+        raise
+    return process
+
+
+async def reap(process: Process) -> None:
+    """Wait (shielded) until ``process`` has exited, close its streams, and drop its
+    group from the lifeline. It does not stop the process: end it first."""
+    with anyio.CancelScope(shield=True):
+        await process.aclose()
+    LIFELINE.release(process.pid)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)

@@ -1,0 +1,86 @@
+"""Helpers of the lifeline tests: a dsh runtime in a process of its own, killed by a
+test, and a scan of ``/proc`` for what it left."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+#: How long a test waits for a state it polls (never a limit on dsh itself).
+PATIENCE = 30.0
+ROOT = Path(__file__).parents[2]
+
+
+def marked(mark: str) -> list[int]:
+    """The pids whose environment or command line holds ``mark``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        if mark.encode() in environ + cmdline:
+            found.append(int(name))
+    return found
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    """Poll ``condition`` until it is true, for at most :data:`PATIENCE`."""
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.02)
+
+
+def environ_of(pid: int) -> list[bytes]:
+    """The environment entries of process ``pid``, once they can be read (the file is
+    empty until the new program's stack is set up, a moment after its exec)."""
+    path = Path(f"/proc/{pid}/environ")
+    wait_for(lambda: bool(path.read_bytes()), f"the environment of {pid}")
+    return path.read_bytes().split(b"\0")
+
+
+def survivors(victim: subprocess.Popen[bytes], mark: str) -> list[int]:
+    """Wait until the processes marked ``mark`` are gone (for at most
+    :data:`PATIENCE`); those still there then (killed afterwards, not to leak)."""
+    victim.wait()
+    deadline = time.monotonic() + PATIENCE
+    while (left := marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def start_victim(backend: str, what: str, tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Run ``tests.core.lifeline_victim`` and wait until what it starts runs; the
+    process and its mark."""
+    mark = f"lifeline-{uuid.uuid4().hex}"
+    ready = tmp_path / f"{mark}.ready"
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "tests.core.lifeline_victim", backend, what, mark, str(ready)],
+        cwd=ROOT,
+    )
+    wait_for(lambda: ready.exists() or victim.poll() is not None, "the victim to be ready")
+    assert victim.poll() is None or what == "exit", "the victim ended before it was ready"
+    return victim, mark
+
+
+def kill_mid_call(backend: str, what: str, tmp_path: Path) -> list[int]:
+    """Start a victim doing ``what``, SIGKILL it once everything runs, and return what
+    survived it."""
+    victim, mark = start_victim(backend, what, tmp_path)
+    assert marked(mark), "nothing marked was running"
+    victim.kill()
+    return survivors(victim, mark)

@@ -1,0 +1,262 @@
+"""dsh.lifeline and its watcher: listed process groups and marked processes are killed
+when the pipe of the process that listed them ends (RFC 0024)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from dsh import _watcher
+from dsh.lifeline import LIFELINE, MARK, Lifeline, open_process, reap
+from tests.core.lifeline_support import PATIENCE, environ_of, marked, wait_for
+
+KILLED = -signal.SIGKILL
+
+
+@pytest.fixture
+def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``sleep 1000`` processes a test starts; those left are killed afterwards."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+def sleeper(
+    started: list[subprocess.Popen[bytes]], env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(["sleep", "1000"], start_new_session=True, env=env)
+    started.append(process)
+    return process
+
+
+def end(lifeline: Lifeline) -> None:
+    """What the end of the process that holds ``lifeline`` does: its pipe closes; then
+    wait for the watcher to exit."""
+    lifeline._close()
+    assert lifeline._watcher is not None
+    assert lifeline._watcher.wait(PATIENCE) == 0
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+# -- the watcher, in this process -----------------------------------------------------------
+
+
+def test_at_the_end_of_its_pipe_the_watcher_kills_the_groups_still_listed(
+    sleepers: list[subprocess.Popen[bytes]],
+) -> None:
+    listed, released, kept = sleeper(sleepers), sleeper(sleepers), sleeper(sleepers)
+    read, write = os.pipe()
+    lines = f"+{listed.pid}\n+{released.pid}\n+999999999\n-{released.pid}\n"
+    os.write(write, lines.encode())
+    os.close(write)
+    _watcher.serve(read, "no-such-token")
+    assert listed.wait(PATIENCE) == KILLED
+    assert (released.poll(), kept.poll()) == (None, None)
+
+
+def test_the_sweep_kills_the_processes_with_the_mark_and_no_other(
+    sleepers: list[subprocess.Popen[bytes]],
+) -> None:
+    token = f"test-{os.getpid()}-sweep"
+    mine = sleeper(sleepers, {**os.environ, MARK: token})
+    other = sleeper(sleepers, {**os.environ, MARK: f"{token}-other"})
+    assert _watcher.sweep(token) == 1
+    assert mine.wait(PATIENCE) == KILLED
+    assert other.poll() is None
+    assert _watcher.sweep(token) == 0
+
+
+def test_marked_skips_other_names_this_process_and_processes_that_are_gone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entry = f"\0{MARK}=x\0".encode()
+    monkeypatch.setenv(MARK, "x")  # this process carries it, and is not listed
+    monkeypatch.setattr(os, "listdir", lambda _: ["self", str(os.getpid()), "999999999"])
+    assert _watcher.marked(entry) == []
+
+
+def test_the_sweeps_end_after_a_bound_when_marked_processes_keep_appearing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sweeps: list[str] = []
+
+    def sweep(token: str) -> int:
+        sweeps.append(token)
+        return 1  # one more found every time
+
+    monkeypatch.setattr(_watcher, "sweep", sweep)
+    read, write = os.pipe()
+    os.close(write)
+    _watcher.serve(read, "t")
+    assert sweeps == ["t"] * 20
+
+
+# -- a lifeline and its watcher process -----------------------------------------------------
+
+
+def test_closing_the_pipe_kills_the_listed_groups_and_not_the_released_ones(
+    sleepers: list[subprocess.Popen[bytes]],
+) -> None:
+    lifeline = Lifeline()
+    assert (lifeline.watcher_pid, lifeline.groups) == (None, frozenset())
+    listed, released = sleeper(sleepers), sleeper(sleepers)
+    lifeline.watch(listed.pid)  # starts the watcher
+    lifeline.watch(released.pid)
+    lifeline.release(released.pid)
+    assert lifeline.groups == {listed.pid}
+    assert repr(lifeline) == f"<Lifeline {lifeline.token} watching 1 group(s)>"
+    watcher = lifeline.watcher_pid
+    assert watcher is not None
+    lifeline.start()  # running already: the same watcher
+    assert lifeline.watcher_pid == watcher
+    end(lifeline)
+    assert listed.wait(PATIENCE) == KILLED
+    assert released.poll() is None
+
+
+def test_a_killed_watcher_is_replaced_and_told_every_group(
+    sleepers: list[subprocess.Popen[bytes]],
+) -> None:
+    lifeline = Lifeline()
+    first, second = sleeper(sleepers), sleeper(sleepers)
+    lifeline.watch(first.pid)
+    old = lifeline.watcher_pid
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    wait_for(
+        lambda: Path(f"/proc/{old}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+        "its death",
+    )
+    lifeline.watch(second.pid)  # the pipe is broken: a new watcher
+    assert lifeline.watcher_pid not in (None, old)
+    assert gone(old)  # reaped
+    end(lifeline)
+    assert (first.wait(PATIENCE), second.wait(PATIENCE)) == (KILLED, KILLED)
+
+
+def test_the_watcher_ignores_the_signals_aimed_at_dsh(
+    sleepers: list[subprocess.Popen[bytes]],
+) -> None:
+    lifeline = Lifeline()
+    listed = sleeper(sleepers)
+    lifeline.watch(listed.pid)
+    watcher = lifeline.watcher_pid
+    assert watcher is not None
+    wait_for(lambda: b"_watcher.py" in Path(f"/proc/{watcher}/cmdline").read_bytes(), "exec")
+    wait_for(lambda: _ignored(watcher) == set(_watcher.IGNORED), "its signal dispositions")
+    for number in _watcher.IGNORED:
+        os.kill(watcher, number)
+    assert not gone(watcher)
+    assert os.getsid(watcher) == watcher  # a session of its own: a group kill misses it
+    end(lifeline)
+    assert listed.wait(PATIENCE) == KILLED
+
+
+def _ignored(pid: int) -> set[signal.Signals]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = int(
+        next(line for line in status.splitlines() if line.startswith("SigIgn:")).split()[1], 16
+    )
+    return {number for number in _watcher.IGNORED if mask & (1 << (number - 1))}
+
+
+def test_a_watcher_that_cannot_start_is_an_os_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    lifeline = Lifeline()
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    with pytest.raises(OSError, match=r"cannot start the lifeline watcher \(/nonexistent/"):
+        lifeline.start()
+    assert lifeline.watcher_pid is None
+
+
+def test_the_mark_is_added_to_the_given_environment_or_this_process_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LIFELINE_TEST_VARIABLE", "1")
+    lifeline = Lifeline()
+    assert lifeline.mark({"A": "b", MARK: "outer"}) == {"A": "b", MARK: lifeline.token}
+    assert lifeline.mark()["LIFELINE_TEST_VARIABLE"] == "1"
+
+
+def test_a_forked_child_drops_the_parent_pipe_and_gets_a_lifeline_of_its_own() -> None:
+    lifeline = Lifeline()
+    lifeline.start()
+    token, fd = lifeline.token, lifeline._fd
+    assert fd is not None
+    report, child_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child: coverage does not follow a bare fork)
+        fresh = lifeline._fd is None and lifeline.token != token and not lifeline.groups
+        try:
+            os.fstat(fd)
+            closed = False
+        except OSError:
+            closed = True
+        os.write(child_end, b"yes" if fresh and closed else b"no")
+        os._exit(0)
+    os.close(child_end)
+    assert os.read(report, 3) == b"yes"
+    os.close(report)
+    os.waitpid(pid, 0)
+    end(lifeline)
+
+
+def test_forget_resets_the_lifeline() -> None:
+    lifeline = Lifeline()
+    lifeline.watch(999999999)
+    token, watcher = lifeline.token, lifeline._watcher
+    assert watcher is not None
+    lifeline._forget()  # as after a fork, in the child (the fd is closed, not the watcher)
+    assert (lifeline._fd, lifeline.watcher_pid, lifeline.groups) == (None, None, frozenset())
+    assert lifeline.token != token
+    assert watcher.wait(PATIENCE) == 0  # here the only writer was this process
+    lifeline._forget()  # nothing open: nothing to close
+
+
+# -- processes started under this process's lifeline ----------------------------------------
+
+
+@pytest.mark.anyio
+async def test_open_process_leads_a_watched_group_and_reap_releases_it() -> None:
+    process = await open_process(["sleep", "1000"], env={"A": "b"})
+    try:
+        assert os.getpgid(process.pid) == process.pid == os.getsid(process.pid)
+        assert process.pid in LIFELINE.groups
+        environ = await anyio.to_thread.run_sync(environ_of, process.pid)
+        assert f"{MARK}={LIFELINE.token}".encode() in environ
+        assert b"A=b" in environ
+    finally:
+        process.kill()
+        await reap(process)
+    assert process.pid not in LIFELINE.groups
+
+
+@pytest.mark.anyio
+async def test_a_process_whose_group_cannot_be_listed_is_killed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    mark = f"lifeline-unlisted-{os.getpid()}"
+
+    def broken(pgid: int) -> None:
+        raise OSError("no watcher")
+
+    monkeypatch.setattr(LIFELINE, "watch", broken)
+    with pytest.raises(OSError, match="no watcher"):
+        await open_process(["sleep", "1000"], env={"LIFELINE_TEST_MARK": mark})
+    await anyio.to_thread.run_sync(wait_for, lambda: not marked(mark), "the process to die")
