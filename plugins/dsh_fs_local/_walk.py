@@ -121,8 +121,7 @@ class _Links:
         self.files: DeniedFiles | None = None
 
     def denied(self, path: str, st: os.stat_result) -> bool:
-        if st.st_nlink < 2:
-            return False
+        """Whether the file ``path`` (``st``: it has other links) is a denied one's."""
         if self.files is None:
             self.files = self.fence.denied_files()
         return self.files.reason(path, st) is not None
@@ -164,7 +163,8 @@ def list_files(directory: str, match: Callable[[str], object], fence: Fence) -> 
         found.extend(
             FileEntry(name, st.st_mtime)
             for name, st in matched
-            if not (denied is not None and denied(name)) and not links.denied(name, st)
+            if (denied is None or not denied(name))
+            and (st.st_nlink < 2 or not links.denied(name, st))
         )
         subdirectories = [
             e.name for e in entries if e.is_dir(follow_symlinks=False) and e.name != ".git"
@@ -198,7 +198,7 @@ class _Search:
             return
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or self.links.denied(path, st):
+            if not stat.S_ISREG(st.st_mode) or (st.st_nlink > 1 and self.links.denied(path, st)):
                 return
             data = read_all(fd)
         except OSError:
@@ -280,7 +280,7 @@ class _Search:
                 entry.is_file(follow_symlinks=False)
                 and (include is None or include(relative + name))
                 and not ignored(ignores, prefix + name, False)
-                and not (denied is not None and denied(prefix + name))
+                and (denied is None or not denied(prefix + name))
             ):
                 items.append((name, False))
         for name, is_dir in items:
