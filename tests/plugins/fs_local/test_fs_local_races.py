@@ -96,7 +96,8 @@ async def test_a_read_never_opens_a_denied_file_swapped_in(
         with exchanging(entry, ws.root / ".spare"):
             seen = await read_outcomes(root, read, READS)
     assert "SECRET\n" not in seen
-    assert set(seen) <= {"harmless\n", "FS_READ_DENIED"}
+    # FS_IO: a symlink met on each of the five tries ("Too many levels of symbolic links").
+    assert set(seen) <= {"harmless\n", "FS_READ_DENIED", "FS_IO"}
 
 
 async def test_a_search_never_reads_a_denied_file_swapped_in(
@@ -150,4 +151,5 @@ async def test_a_write_never_lands_outside_or_in_a_denied_file(
                     codes[exc.code] += 1
     assert (keys / "id").read_text() == "SECRET\n"
     assert ws.files_outside() == [keys, keys / "id"]
-    assert set(codes) <= {None, "FS_SANDBOX_DENIED", "FS_STALE_VERSION", "FS_READ_DENIED"}
+    allowed = {None, "FS_SANDBOX_DENIED", "FS_STALE_VERSION", "FS_READ_DENIED", "FS_IO"}
+    assert set(codes) <= allowed
