@@ -12,6 +12,7 @@ import pytest
 
 import dsh_fs_local._deny as deny_module
 from dsh import Context
+from dsh_approval import ApprovalRequest
 from dsh_fs_local import FsLocalConfig, LocalBackend
 from dsh_fs_local._deny import DeniedFiles, DenyRule
 from dsh_fs_local._fence import Fence
@@ -200,3 +201,23 @@ def test_the_screen_of_a_directory_holds_only_the_rules_that_can_match_there(
     assert several is not None
     assert [bool(one(f"{tmp_path}/a/c/x")), bool(one(f"{tmp_path}/b/x"))] == [True, False]
     assert [bool(several(f"{tmp_path}/a/b/k.pem")), bool(several(f"{tmp_path}/z"))] == [True, False]
+
+
+async def test_a_write_never_shows_or_replaces_a_denied_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    keys = keys_of(ws)
+    asked: list[str] = []
+
+    def record(request: ApprovalRequest) -> bool:
+        asked.append(request.detail)
+        return True
+
+    config = {"mode": "full-access", "deny_read": [f"{keys}/**"]}
+    async with fs_stack(config, policy=False, approval={"policy": "ask"}) as root:
+        root.approval.set_responder(record)
+        result = await run(root, "write", ws.call(), file_path=str(keys / "id"), content="x")
+    assert (result.content, result.code) == (refused(keys / "id", f"{keys}/**"), "FS_READ_DENIED")
+    assert asked == []
+    assert (keys / "id").read_text() == "SECRET\n"
