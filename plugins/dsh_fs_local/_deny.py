@@ -58,6 +58,7 @@ class DeniedFiles:
 
     @classmethod
     def scan(cls, rules: list[DenyRule]) -> DeniedFiles:
+        """The files ``rules`` match now."""
         files = cls()
         for rule in rules:
             files._scan(rule)
