@@ -371,3 +371,13 @@ def test_a_walk_stopped_midway_closes_every_directory_it_opened(
     with pytest.raises(Cancelled):
         walk.list_files(str(tmp_path), lambda relative: True, fence)
     assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+async def test_an_empty_match_on_an_empty_first_line_is_that_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    (ws.root / "f.txt").write_text("\nabc\n")
+    async with fs_stack() as root:
+        found = await run(root, "grep", ws.call(), pattern="^$")
+    assert found.content == f"Found 1 match\n{ws.root}/f.txt:1: "
