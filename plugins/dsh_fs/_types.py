@@ -174,7 +174,9 @@ class FsBackend(Protocol):
 
     async def read_bytes(self, target: str) -> bytes | None:
         """The content of ``target``; ``None`` when it does not exist. Raises
-        ``FsNotRegularFileError`` for anything but a regular file."""
+        ``FsNotRegularFileError`` for anything but a regular file, and
+        ``FsReadDeniedError`` when what it opened may not be read (checked on the file
+        opened, so a path changed since ``check_read`` cannot lead it elsewhere)."""
         ...
 
     async def replace(self, target: str, data: bytes, call: Any) -> None:
@@ -184,13 +186,14 @@ class FsBackend(Protocol):
 
     async def list_files(self, directory: str, match: Callable[[str], object]) -> list[FileEntry]:
         """The regular files under ``directory`` whose relative path (``/``-separated)
-        ``match`` accepts (returns a true value for); ``.git`` is excluded and symlinks
-        are not followed. Any order."""
+        ``match`` accepts (returns a true value for); ``.git`` and files that may not
+        be read are excluded, symlinks are not followed. Any order."""
         ...
 
     async def search(self, target: str, query: SearchQuery, call: Any) -> SearchResult:
-        """Search the file ``target``, or the files under the directory ``target``
-        that ``.gitignore`` files do not exclude."""
+        """Search the file ``target`` (``FsReadDeniedError`` when it may not be read),
+        or the files under the directory ``target`` that ``.gitignore`` files do not
+        exclude and that may be read."""
         ...
 
 

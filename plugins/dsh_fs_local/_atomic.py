@@ -14,6 +14,8 @@ import os
 import secrets
 import stat
 
+from ._paths import canonical
+
 __all__ = ["PathChanged", "open_directory", "replace", "write_temp"]
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -90,7 +92,7 @@ def replace(target: str, data: bytes) -> None:
     try:
         temp = write_temp(directory, name, data)
         try:
-            if os.path.realpath(target) != target:
+            if canonical(target) != target:
                 raise PathChanged(target)
             opened, current = os.fstat(directory), os.stat(parent, follow_symlinks=False)
             if (opened.st_dev, opened.st_ino) != (current.st_dev, current.st_ino):

@@ -19,7 +19,7 @@ from dsh_fs import (
     SearchResult,
 )
 
-from . import _atomic, _walk
+from . import _atomic, _paths, _walk
 from ._fence import Fence
 
 __all__ = ["INLINE_READ", "LocalBackend"]
@@ -31,20 +31,26 @@ _READ = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 INLINE_READ = 64 * 1024
 
 
-def _open(target: str) -> tuple[int, int] | None:
-    """A descriptor of the regular file ``target`` and its size (``None``: missing)."""
+def _open(target: str, fence: Fence) -> tuple[int, int] | None:
+    """A descriptor of the regular file ``target`` and its size (``None``: missing),
+    opened without following a symlink swapped in since ``target`` was canonicalised
+    and refused by ``fence`` for what was opened."""
     try:
-        fd = os.open(target, _READ)
+        fd, path = _paths.open_canonical(target, _READ)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise FsIOError(f'cannot read "{target}": {exc.strerror}', target) from exc
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FsNotRegularFileError(
+                f'"{path}" is not a regular file: it is {_walk.kind_of(st.st_mode)}', path
+            )
+        fence.check_opened(path, st)
+    except BaseException:
         os.close(fd)
-        raise FsNotRegularFileError(
-            f'"{target}" is not a regular file: it is {_walk.kind_of(st.st_mode)}', target
-        )
+        raise
     return fd, st.st_size
 
 
@@ -61,8 +67,8 @@ class LocalBackend:
         self.fence = fence
 
     async def resolve(self, path: str, base: str) -> str:
-        # A few lstat calls on a local disk: cheaper done here than in a thread.
-        return os.path.realpath(os.path.join(base, path))  # noqa: ASYNC240 (see above)
+        # A few readlink calls on a local disk: cheaper done here than in a thread.
+        return _paths.canonical(os.path.join(base, path))
 
     def check_read(self, target: str, call: Any) -> None:
         self.fence.check_read(target)
@@ -71,8 +77,8 @@ class LocalBackend:
         self.fence.check_write(target, call)
 
     async def read_bytes(self, target: str) -> bytes | None:
-        # Opening is one syscall, done here like the lstat calls of resolve.
-        opened = _open(target)
+        # Opening is one syscall (openat2), done here like the readlink calls of resolve.
+        opened = _open(target, self.fence)
         if opened is None:
             return None
         fd, size = opened
@@ -90,7 +96,7 @@ class LocalBackend:
         try:
             _atomic.replace(target, data)
         except _atomic.PathChanged:
-            self.fence.check_write(os.path.realpath(target), call)
+            self.fence.check_write(_paths.canonical(target), call)
             raise FsStaleVersionError(
                 f'"{target}" changed while it was being written (a directory or symlink '
                 "in its path was swapped) — re-read the file, then retry",
@@ -100,8 +106,8 @@ class LocalBackend:
             raise FsIOError(f'cannot write "{target}": {exc.strerror}', target) from exc
 
     async def list_files(self, directory: str, match: Callable[[str], object]) -> list[FileEntry]:
-        return await anyio.to_thread.run_sync(_walk.list_files, directory, match)
+        return await anyio.to_thread.run_sync(_walk.list_files, directory, match, self.fence)
 
     async def search(self, target: str, query: SearchQuery, call: Any) -> SearchResult:
         self.fence.check_read(target)
-        return await anyio.to_thread.run_sync(_walk.search, target, query, self.fence.denied)
+        return await anyio.to_thread.run_sync(_walk.search, target, query, self.fence)

@@ -4,8 +4,11 @@ is a git work tree."""
 from __future__ import annotations
 
 import os
+import stat
 
 from pathspec import GitIgnoreSpec
+
+from ._paths import read_all
 
 __all__ = ["Ignores", "load_ignores"]
 
@@ -14,18 +17,32 @@ __all__ = ["Ignores", "load_ignores"]
 Ignores = tuple[tuple[str, GitIgnoreSpec], ...]
 
 
-def _rules(directory: str) -> GitIgnoreSpec | None:
+_OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _rules(directory: str, fd: int | None = None) -> GitIgnoreSpec | None:
+    """The rules of the ``.gitignore`` of ``directory`` (opened at ``fd`` when given),
+    if it is a regular file: a symlink or a FIFO by that name is not followed."""
+    name = ".gitignore" if fd is not None else os.path.join(directory, ".gitignore")
     try:
-        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
+        file = os.open(name, _OPEN, dir_fd=fd)
     except OSError:
         return None
-    return GitIgnoreSpec.from_lines(lines)
+    try:
+        if not stat.S_ISREG(os.fstat(file).st_mode):
+            return None
+        text = read_all(file).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(file)
+    return GitIgnoreSpec.from_lines(text.splitlines())
 
 
-def with_directory(ignores: Ignores, directory: str) -> Ignores:
-    """``ignores`` plus the ``.gitignore`` of ``directory``, if it has one."""
-    rules = _rules(directory)
+def with_directory(ignores: Ignores, directory: str, fd: int | None = None) -> Ignores:
+    """``ignores`` plus the ``.gitignore`` of ``directory`` (opened at ``fd``), if it
+    has one."""
+    rules = _rules(directory, fd)
     return ignores if rules is None else (*ignores, (directory, rules))
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field
+from pydantic_core import PydanticCustomError
 
 from dsh_system_prompt import PromptSection
 
@@ -22,8 +25,19 @@ __all__ = [
 _PATH = "An absolute path, or a path relative to the working directory."
 
 
+def _no_nul(value: str) -> str:
+    if "\0" in value:
+        raise PydanticCustomError("nul_byte", "must not contain a NUL byte")
+    return value
+
+
+#: A string that reaches the operating system as (part of) a path: a NUL byte in it
+#: is an invalid argument, named like any other (``file_path: must not contain …``).
+_PathArg = Annotated[str, AfterValidator(_no_nul)]
+
+
 class ReadArgs(BaseModel):
-    file_path: str = Field(description=f"The file to read. {_PATH}")
+    file_path: _PathArg = Field(description=f"The file to read. {_PATH}")
     offset: int = Field(1, ge=1, description="The line number to start at (the first is 1).")
     limit: int | None = Field(
         None, ge=1, description="How many lines to read (default and maximum: the read limit)."
@@ -31,20 +45,22 @@ class ReadArgs(BaseModel):
 
 
 class WriteArgs(BaseModel):
-    file_path: str = Field(description=f"The file to write. {_PATH}")
+    file_path: _PathArg = Field(description=f"The file to write. {_PATH}")
     content: str = Field(description="The whole new content of the file.")
 
 
 class EditArgs(BaseModel):
-    file_path: str = Field(description=f"The file to change. {_PATH}")
+    file_path: _PathArg = Field(description=f"The file to change. {_PATH}")
     old_string: str = Field(min_length=1, description="The exact text to replace.")
     new_string: str = Field(description="The text to put in its place (empty deletes it).")
     replace_all: bool = Field(False, description="Replace every occurrence instead of exactly one.")
 
 
 class GlobArgs(BaseModel):
-    pattern: str = Field(description='The glob pattern, for example "**/*.py" or "src/*.{ts,tsx}".')
-    path: str | None = Field(
+    pattern: _PathArg = Field(
+        description='The glob pattern, for example "**/*.py" or "src/*.{ts,tsx}".'
+    )
+    path: _PathArg | None = Field(
         None,
         description="The directory the pattern is relative to (default: the working directory).",
     )
@@ -52,10 +68,10 @@ class GlobArgs(BaseModel):
 
 class GrepArgs(BaseModel):
     pattern: str = Field(description="The regular expression to search for (Python syntax).")
-    path: str | None = Field(
+    path: _PathArg | None = Field(
         None, description="The directory or file to search (default: the working directory)."
     )
-    glob: str | None = Field(
+    glob: _PathArg | None = Field(
         None,
         description='Search only files matching this glob ("*.py"; with a "/", it matches the '
         "path relative to path).",

@@ -9,12 +9,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio.from_thread
 import pytest
 
 import dsh_fs_local
+import dsh_fs_local._paths as paths
+import dsh_fs_local._walk as walk
 from dsh import ConfigError, Context
 from dsh_fs import Filesystem
-from dsh_fs_local import DEFAULT_DENY_READ, FsLocal, LocalBackend
+from dsh_fs_local import DEFAULT_DENY_READ, Fence, FsLocal, FsLocalConfig, LocalBackend
 from dsh_fs_local._walk import required_literal
 from tests.plugins.fs.fs_support import fs_stack, layout, run
 
@@ -101,14 +104,14 @@ async def test_an_unreadable_file_is_an_io_error(
 ) -> None:
     ws = layout(tmp_path, monkeypatch)
     (ws.root / "locked").write_text("x")
-    real_open = os.open
+    real_open = paths.open_exact
 
-    def refuse(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        if str(path).endswith("locked"):
+    def refuse(path: str, flags: int) -> int:
+        if path.endswith("locked"):
             raise PermissionError(errno.EACCES, "Permission denied")
-        return real_open(path, flags, *args, **kwargs)
+        return real_open(path, flags)
 
-    monkeypatch.setattr(os, "open", refuse)
+    monkeypatch.setattr(paths, "open_exact", refuse)
     async with fs_stack() as root:
         result = await run(root, "read", ws.call(), file_path="locked")
     assert (result.content, result.code) == (
@@ -130,10 +133,10 @@ async def test_walks_skip_symlinks_git_and_unreadable_directories(
     (ws.root / "closed" / "y.txt").write_text("needle\n")
     real_scandir = os.scandir
 
-    def refuse(path: Any) -> Any:
-        if str(path).endswith("closed"):
+    def refuse(fd: Any) -> Any:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("closed"):
             raise PermissionError(errno.EACCES, "Permission denied")
-        return real_scandir(path)
+        return real_scandir(fd)
 
     monkeypatch.setattr(os, "scandir", refuse)
     async with fs_stack() as root:
@@ -259,3 +262,122 @@ async def test_search_reads_large_files_whole(
 )
 def test_the_literal_every_match_contains(pattern: str, flags: int, literal: bytes) -> None:
     assert required_literal(re.compile(pattern, flags)) == literal
+
+
+async def test_a_gitignore_that_is_a_symlink_a_fifo_or_unreadable_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    (ws.outside / "rules").write_text("*.txt\n")
+    for name in ("linked", "piped", "broken"):
+        (ws.root / name).mkdir()
+        (ws.root / name / "f.txt").write_text("hit\n")
+    (ws.root / "linked" / ".gitignore").symlink_to(ws.outside / "rules")
+    os.mkfifo(ws.root / "piped" / ".gitignore")  # opening it for reading would block
+    (ws.root / "broken" / ".gitignore").write_text("*.txt\n")
+    real_read = os.read
+
+    def failing(fd: int, size: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("broken/.gitignore"):
+            raise OSError(errno.EIO, "Input/output error")
+        return real_read(fd, size)
+
+    monkeypatch.setattr(os, "read", failing)
+    async with fs_stack() as root:
+        found = await run(root, "grep", ws.call(), pattern="hit")
+    assert found.content == "Found 3 matches\n" + "\n".join(
+        f"{ws.root}/{name}/f.txt:1: hit" for name in ("broken", "linked", "piped")
+    )
+
+
+async def test_a_directory_that_cannot_be_opened_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    for name in ("open", "sealed"):
+        (ws.root / name).mkdir()
+        (ws.root / name / "f.txt").write_text("hit\n")
+    real_open = os.open
+
+    def refuse(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if path == "sealed":
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    async with fs_stack() as root:
+        listed = await run(root, "glob", ws.call(), pattern="**")
+        found = await run(root, "grep", ws.call(), pattern="hit")
+    assert listed.content == f"{ws.root}/open/f.txt"
+    assert found.content == f"Found 1 match\n{ws.root}/open/f.txt:1: hit"
+
+
+async def test_walks_and_searches_of_what_cannot_be_opened_or_read_are_io_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    (ws.root / "loop").symlink_to("loop")
+    (ws.root / "file.txt").write_text("x\n")
+    (ws.root / "broken.txt").write_text("x\n")
+    real_read = os.read
+
+    def failing(fd: int, size: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("broken.txt"):
+            raise OSError(errno.EIO, "Input/output error")
+        return real_read(fd, size)
+
+    monkeypatch.setattr(os, "read", failing)
+    async with fs_stack() as root:
+        listed = await run(root, "glob", ws.call(), pattern="*", path="loop")
+        searched = await run(root, "grep", ws.call(), pattern="x", path="loop")
+        under_a_file = await run(root, "glob", ws.call(), pattern="*", path="file.txt/sub")
+        broken = await run(root, "grep", ws.call(), pattern="x", path="broken.txt")
+    loop = "Too many levels of symbolic links"
+    assert (listed.content, listed.code) == (
+        f'Error: cannot list "{ws.root}/loop": {loop}',
+        "FS_IO",
+    )
+    assert (searched.content, searched.code) == (
+        f'Error: cannot search "{ws.root}/loop": {loop}',
+        "FS_IO",
+    )
+    assert (under_a_file.content, under_a_file.code) == (
+        f'Error: cannot list "{ws.root}/file.txt/sub": not a directory',
+        "FS_NOT_DIRECTORY",
+    )
+    assert (broken.content, broken.code) == (
+        f'Error: cannot search "{ws.root}/broken.txt": Input/output error',
+        "FS_IO",
+    )
+
+
+def test_a_walk_stopped_midway_closes_every_directory_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    fence = Fence(FsLocalConfig())
+    entered: list[None] = []
+
+    class Cancelled(Exception):
+        """What ``check_cancelled`` raises in a thread whose caller was cancelled."""
+
+    def cancelled_on_the_third() -> None:
+        entered.append(None)
+        if len(entered) == 3:
+            raise Cancelled
+
+    monkeypatch.setattr(anyio.from_thread, "check_cancelled", cancelled_on_the_third)
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(Cancelled):
+        walk.list_files(str(tmp_path), lambda relative: True, fence)
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+async def test_an_empty_match_on_an_empty_first_line_is_that_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    (ws.root / "f.txt").write_text("\nabc\n")
+    async with fs_stack() as root:
+        found = await run(root, "grep", ws.call(), pattern="^$")
+    assert found.content == f"Found 1 match\n{ws.root}/f.txt:1: "

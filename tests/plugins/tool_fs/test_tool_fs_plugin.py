@@ -26,7 +26,7 @@ from dsh_llm import ToolResultBlock
 from dsh_system_prompt import SystemPrompt
 from dsh_tool_fs import FsTools
 from dsh_tools import Tools
-from tests.plugins.fs.fs_support import envelope, layout
+from tests.plugins.fs.fs_support import envelope, fs_stack, layout, run
 
 pytestmark = pytest.mark.anyio
 
@@ -200,3 +200,39 @@ async def test_agent_core_and_a_plain_agent_use_the_process_cwd(
             await root.plugin(plugin)
         assert await run_turn(root.agents.get("main"), "go") == {"kind": "completed"}
     assert (ws.root / "here.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "argument"),
+    [
+        ("read", {"file_path": "a\0b"}, "file_path"),
+        ("write", {"file_path": "a\0b", "content": "x"}, "file_path"),
+        ("edit", {"file_path": "a\0b", "old_string": "x", "new_string": "y"}, "file_path"),
+        ("glob", {"pattern": "*", "path": "a\0b"}, "path"),
+        ("glob", {"pattern": "src/a\0b/*"}, "pattern"),
+        ("grep", {"pattern": "x", "path": "a\0b"}, "path"),
+        ("grep", {"pattern": "x", "glob": "*.p\0y"}, "glob"),
+    ],
+)
+async def test_a_nul_byte_in_a_path_is_an_invalid_argument_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str, args: dict[str, Any], argument: str
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    async with fs_stack() as root:
+        result = await run(root, tool, ws.call(), **args)
+    assert (result.content, result.code, result.is_error) == (
+        f"invalid arguments: {argument}: must not contain a NUL byte",
+        "INVALID_ARGS",
+        True,
+    )
+    assert list(ws.root.iterdir()) == []
+
+
+async def test_a_nul_byte_in_a_regular_expression_is_searched_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = layout(tmp_path, monkeypatch)
+    (ws.root / "f.txt").write_text("a\n")
+    async with fs_stack() as root:
+        result = await run(root, "grep", ws.call(), pattern="a\0")
+    assert (result.content, result.code) == ("No matches found", None)
