@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import select
 import sys
 from collections.abc import Iterator
 
@@ -72,14 +73,19 @@ class _Tolerant(io.RawIOBase):
         return os.isatty(self.fd)
 
     def write(self, data: object) -> int:
-        view = memoryview(data)  # type: ignore[arg-type]
+        """Write all of ``data`` (as a blocking descriptor would: a non-blocking one
+        that is full is waited on)."""
+        view = memoryview(data).cast("B")  # type: ignore[arg-type]
+        done = 0
         try:
-            return os.write(self.fd, view)
-        except BlockingIOError:  # a full pipe in non-blocking mode: not written yet
-            return None  # type: ignore[return-value]
+            while done < len(view):
+                try:
+                    done += os.write(self.fd, view[done:])
+                except BlockingIOError:
+                    select.select([], [self.fd], [])
         except OSError:
             discard(self)
-            return view.nbytes
+        return len(view)
 
 
 @contextlib.contextmanager
@@ -97,11 +103,13 @@ def tolerant_stderr() -> Iterator[None]:
         yield
         return
     original.flush()
+    # Unbuffered, as Python's own stderr: each write reaches the descriptor at once.
     sys.stderr = io.TextIOWrapper(
-        io.BufferedWriter(_Tolerant(fd)),
+        _Tolerant(fd),
         encoding=original.encoding,
         errors=original.errors,
-        line_buffering=True,
+        line_buffering=bool(original.line_buffering),
+        write_through=True,
     )
     try:
         yield
