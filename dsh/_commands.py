@@ -11,9 +11,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
-import signal
-import sys
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +21,8 @@ from ._context import Context
 from ._deployment import load_deployment
 from ._errors import DshError
 from ._fiber import Fiber
+from ._shutdown import EXIT_TERMINATED, Shutdown
+from ._stderr import flush_stdout, only_broken_pipes, print_stderr, tolerant_stderr
 
 __all__ = [
     "COMMAND_GROUP",
@@ -126,35 +125,33 @@ def run_deployment_command(
     The helper of commands that work on a deployment file: a :class:`DshError` raised
     while loading or by ``body`` is printed to stderr and the status is 1. The root (and
     so the deployment) is disposed before this returns.
+
+    SIGTERM (in the main thread) starts the same orderly shutdown: ``body`` is
+    cancelled, the root disposed (every running turn records its end), and the status
+    is :data:`EXIT_TERMINATED`; a second SIGTERM, or a SIGINT, while it runs is ignored.
+    Nothing written stops it: while the command runs, a write to stderr never fails (see
+    :func:`tolerant_stderr`), and stdout's reader going away during the shutdown does
+    not change the status (docs/rfc/0027).
     """
 
-    async def main() -> int:
+    async def command(shutdown: Shutdown) -> int:
         async with Context() as root:
-            with anyio.CancelScope() as scope:
-                root.task(_stop_on_sigterm, scope, label="SIGTERM")
+            with shutdown.unwinding(), shutdown.scope:
                 try:
                     deployment = await load_deployment(Path(path), root)
                     return await body(root, deployment)
                 except DshError as exc:
-                    print(exc, file=sys.stderr)
+                    print_stderr(str(exc))
                     return 1
+                except (BrokenPipeError, BaseExceptionGroup) as exc:
+                    if not (shutdown.requested and only_broken_pipes(exc)):
+                        raise
+                    # stdout's reader went away while the shutdown ran.
+        flush_stdout()
         return EXIT_TERMINATED  # only SIGTERM cancels the scope
 
-    return anyio.run(main)
+    async def main() -> int:
+        return await Shutdown().run(command)
 
-
-#: The exit status after SIGTERM (128 + the signal's number, as a shell reports it).
-EXIT_TERMINATED = 128 + signal.SIGTERM
-
-
-async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
-    """Cancel ``scope`` on SIGTERM, so the root is disposed in order (every running turn
-    records its end) instead of the process dying mid-write. Only the main thread
-    receives signals; elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
-        async for _ in signals:
-            print("terminated: shutting down", file=sys.stderr)
-            scope.cancel()
-            return
+    with tolerant_stderr():
+        return anyio.run(main)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
-import os
 import signal
 import sys
 import types
@@ -35,6 +34,7 @@ from ._fiber import Fiber
 from ._plugin import plugin_spec
 from ._report import CheckReport
 from ._resolve import installed_plugins
+from ._stderr import discard, print_stderr
 
 __all__ = ["main"]
 
@@ -52,8 +52,22 @@ class _BriefFormatter(logging.Formatter):
         return f"  {ei[0].__name__}: {ei[1]}"
 
 
+class _StderrHandler(logging.StreamHandler[Any]):
+    """Writes to ``sys.stderr`` as it is when a record comes, not as it was when the
+    handler was made (a command may make stderr tolerant of a reader that went away,
+    see ``tolerant_stderr``)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        del value  # always sys.stderr
+
+
 def _configure_logging(verbose: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(_BriefFormatter(verbose))
     logger = logging.getLogger("dsh")
     logger.handlers[:] = [handler]
@@ -236,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(getattr(args, "verbose", False))
     command = commands[args.command]
     if isinstance(command, CommandLoadError):
-        print(f"dsh: {command}", file=sys.stderr)
+        print_stderr(f"dsh: {command}")
         return 1
     try:
         status = command.run(args)
@@ -246,37 +260,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except CommandError as exc:
         # A mistake found before any deployment was loaded (no FILE and no ./dsh.yml).
-        print(exc, file=sys.stderr)
+        print_stderr(str(exc))
         return 1
     except KeyboardInterrupt:
         # Ctrl-C before a front-end handles it (while loading the deployment).
         # Run by test_ctrl_c_while_loading, but coverage.py drops the line events of
         # a frame a KeyboardInterrupt left an event loop through (RFC 0008).
-        print("interrupted", file=sys.stderr)  # pragma: no cover - see the comment above
+        print_stderr("interrupted")  # pragma: no cover - see the comment above
         return 130  # pragma: no cover - see the comment above
     except BrokenPipeError:
         # The reader went away (`dsh plugins | head`): stop quietly, as a shell tool
         # does. Point stdout at /dev/null so the interpreter's final flush is quiet too.
-        _discard_stdout()
+        discard(sys.stdout)
         return EXIT_BROKEN_PIPE
     except BaseExceptionGroup as group:
         # The same, raised in a task (a front-end writing the answer as it streams).
         _broken, rest = group.split(BrokenPipeError)
         if rest is not None:
             raise
-        _discard_stdout()
+        discard(sys.stdout)
         return EXIT_BROKEN_PIPE
 
 
 #: The exit status when stdout's reader went away (128 + SIGPIPE, as a shell reports).
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
-
-
-def _discard_stdout() -> None:
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fd)
-    os.close(devnull)

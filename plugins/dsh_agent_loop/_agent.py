@@ -30,7 +30,7 @@ from dsh_llm import (
     Usage,
 )
 from dsh_scope import Scope
-from dsh_session import Session
+from dsh_session import Session, SessionFencedError
 from dsh_system_prompt import render_prompt
 
 from ._tool_calls import run_tool_calls
@@ -66,6 +66,18 @@ def _returning(value: Any) -> Callable[[], Any]:
     return inner
 
 
+def _fence_of(error: BaseException) -> SessionFencedError | None:
+    """The :class:`SessionFencedError` in ``error`` (itself, or in its groups)."""
+    if isinstance(error, SessionFencedError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _fence_of(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def _error_reason(error: BaseException) -> dict[str, Any]:
     """The ``turn/end`` reason of a turn that raised ``error``."""
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
@@ -93,6 +105,7 @@ class LoopAgent:
         "_disposed",
         "_driver",
         "_ended",
+        "_fenced",
         "_header",
         "_idle",
         "_inbox",
@@ -134,6 +147,8 @@ class LoopAgent:
         self._step = 0
         self._header: dict[str, Any] | None = None
         self._disposed = False
+        #: Why the store refused this agent's writer (``SESSION_FENCED``), once it did.
+        self._fenced: str | None = None
         #: The sum of the session's ``usage/step`` events (set for a resumed session by
         #: the factory, then kept up to date by each step).
         self._usage = NO_USAGE
@@ -175,12 +190,20 @@ class LoopAgent:
         it is queued like :meth:`send`. Steering still pending when a turn fails is
         queued as the next turn; a cancel drops it."""
         checked = _as_message(message)
+        self._refuse_if_fenced()
         if self._turn_scope is None:
             self._queue([checked])
         else:
             self._steering.append(checked)
 
+    def _refuse_if_fenced(self) -> None:
+        """Raise :class:`SessionFencedError` once a newer writer took the session over:
+        nothing this agent does could be recorded."""
+        if self._fenced is not None:
+            raise SessionFencedError(self._fenced)
+
     def _queue(self, messages: list[Message]) -> None:
+        self._refuse_if_fenced()
         if self._disposed:
             raise AgentError(f'agent "{self.id}" is disposed; it takes no more messages')
         self._inbox.append(messages)
@@ -276,6 +299,10 @@ class LoopAgent:
                 self._abort_reason = "user"
                 self._set_status("running")
                 await self._turn(messages, scope)
+                if self._fenced is not None:
+                    # The store takes nothing more of this writer: no turn may run.
+                    self._inbox.clear()
+                    self._steering.clear()
                 if not self._inbox:
                     self._set_status("idle")
         finally:
@@ -305,6 +332,7 @@ class LoopAgent:
                 reason = {"kind": "blocked", "message": str(exc)}
             except Exception as exc:
                 reason = _error_reason(exc)
+                self._note_fence(exc)
                 self._emit("agent/error", self, turn, self._step, exc)
             finally:
                 self._turn_scope = None
@@ -312,14 +340,25 @@ class LoopAgent:
                     self._inbox.insert(0, self._steering)
                 self._steering = []
                 try:
+                    # Kept in memory even when fenced (the store refuses it, no I/O).
                     session.append("turn/end", {"turn": turn, "reason": reason})
                 except Exception as exc:
-                    _log.error(
-                        "recording the end of turn %d of agent %r failed",
-                        turn,
-                        self.id,
-                        exc_info=exc,
-                    )
+                    # A fenced writer's end is refused like the rest: expected.
+                    if not self._note_fence(exc):
+                        _log.error(
+                            "recording the end of turn %d of agent %r failed",
+                            turn,
+                            self.id,
+                            exc_info=exc,
+                        )
+
+    def _note_fence(self, error: BaseException) -> bool:
+        """Remember that the store fenced this writer off when ``error`` says so."""
+        fence = _fence_of(error)
+        if fence is None:
+            return False
+        self._fenced = str(fence)
+        return True
 
     async def _steps(self, turn: int, messages: list[Message]) -> dict[str, Any]:
         session = self.session

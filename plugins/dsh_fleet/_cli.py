@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -15,7 +17,7 @@ from dsh import Command, CommandError, Context, Fiber, run_deployment_command
 from ._engine import EngineOptions, TaskResult
 from ._service import STATES, Fleet
 
-__all__ = ["Progress", "command", "describe_status", "tokens"]
+__all__ = ["Progress", "command", "describe_status", "results_stream", "tokens"]
 
 
 def _positive(text: str) -> int:
@@ -110,8 +112,40 @@ def _fleet(root: Context, path: Path) -> Fleet:
     return fleet
 
 
-def _emit(result: TaskResult) -> None:
-    print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
+@contextlib.contextmanager
+def results_stream() -> Iterator[TextIO]:
+    """Where ``dsh fleet run`` writes its results: stdout, kept for them alone.
+
+    When ``sys.stdout`` is the process's file descriptor 1, the results go to a
+    duplicate of it (which children do not inherit) and, for the block, descriptor 1
+    points at stderr: whatever else writes to stdout — a plugin's ``print``, a child
+    process, Ray's driver reporting a dead worker, a C library — lands on stderr, and
+    every line of stdout is a result. Otherwise (a test's capture) ``sys.stdout``
+    itself.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a test's capture
+        fd = -1
+    if fd != 1:
+        yield sys.stdout
+        return
+    sys.stdout.flush()
+    results = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    try:
+        yield results
+    finally:
+        try:
+            results.flush()
+        finally:
+            sys.stdout.flush()
+            os.dup2(results.fileno(), 1)
+            results.close()
+
+
+def _emit(result: TaskResult, out: TextIO) -> None:
+    print(json.dumps(result.to_json(), ensure_ascii=False), file=out, flush=True)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -126,19 +160,20 @@ def _run(args: argparse.Namespace) -> int:
         progress = Progress(len(jobs), sys.stderr)
 
         def finished(result: TaskResult) -> None:
-            _emit(result)
+            _emit(result, results)
             progress.result(result)
 
         def skipped(result: TaskResult) -> None:
-            _emit(result)
+            _emit(result, results)
             progress.skip(result)
 
-        results = await fleet.run(jobs, engine, on_result=finished, on_skip=skipped)
+        done = await fleet.run(jobs, engine, on_result=finished, on_skip=skipped)
         print(progress.summary(), file=sys.stderr)
-        ok = all(r.stop_reason in ("completed", "max-tokens") for r in results)
+        ok = all(r.stop_reason in ("completed", "max-tokens") for r in done)
         return 0 if ok else 1
 
-    return run_deployment_command(path, run)
+    with results_stream() as results:
+        return run_deployment_command(path, run)
 
 
 def describe_status(item: Any) -> str:

@@ -12,7 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import anyio.from_thread
@@ -46,6 +50,33 @@ class FleetWorker:
             raise
         self._portal = portal
         self._fleet: Fleet = fleet
+        self._stack.enter_context(self._closed_on_sigterm())
+
+    @contextlib.contextmanager
+    def _closed_on_sigterm(self) -> Iterator[None]:
+        """While the deployment is loaded (in the main thread, where signals arrive),
+        SIGTERM first closes it — the running turns record their end — then does what
+        was installed before (Ray's handler exits the process; the default ends it).
+        Without this the process outlives SIGTERM: the thread of the deployment's
+        event loop keeps the interpreter from finishing."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def on_sigterm(signum: int, frame: FrameType | None) -> None:
+            self.close()  # which puts `previous` back
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                signal.raise_signal(signum)  # the default ends the process; SIG_IGN: nothing
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        try:
+            yield
+        finally:
+            if signal.getsignal(signal.SIGTERM) is on_sigterm:
+                signal.signal(signal.SIGTERM, previous)
 
     def run(self, job: dict[str, Any]) -> dict[str, Any]:
         """Run ``job`` (``Job.to_json()``) here and return its ``TaskResult.to_json()``,

@@ -3,6 +3,7 @@ them; the driver killed mid-run, then run again, finishes only what is missing."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -209,3 +210,45 @@ async def test_the_driver_killed_then_run_again_finishes_only_what_is_missing(
     assert status.stdout.splitlines()[-1] == (
         "fleet: 4 tasks: 4 done, 0 running, 0 failed, 0 pending; tokens 50 in / 10 out"
     )
+
+
+NOISY_ENGINE = '''\
+import json
+import os
+import subprocess
+import sys
+
+from dsh_fleet import LocalEngine
+
+
+class Noisy(LocalEngine):
+    """The local engine, writing to stdout every way a program can."""
+
+    async def dispatch(self, jobs, *, on_result=None):
+        print("NOISE from print")
+        sys.stdout.flush()
+        os.write(1, b"NOISE from fd 1\\n")
+        subprocess.run(["echo", "NOISE from a child"], check=True)
+        return await super().dispatch(jobs, on_result=on_result)
+
+
+def apply(ctx, config):
+    fleet = ctx.fleet
+    return fleet.register_engine("noisy", lambda options: Noisy(fleet.run_job, 2))
+
+
+inject = ["fleet"]
+'''
+
+
+def test_stdout_carries_the_results_alone(tmp_path: Path) -> None:
+    (tmp_path / "noisy.py").write_text(NOISY_ENGINE)
+    path = fleet_deployment(tmp_path, extra="- {id: noisy, name: ./noisy.py}")
+    tasks = write_tasks(tmp_path / "tasks.jsonl", answer_tasks(2))
+    done = run_dsh("fleet", "run", str(path), str(tasks), "--engine", "noisy", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert sorted(r["task"] for r in results) == ["t1", "t2"]
+    assert all(set(r) == {"task", "session", "output", "stop_reason", "usage"} for r in results)
+    for noise in ("NOISE from print", "NOISE from fd 1", "NOISE from a child"):
+        assert noise in done.stderr

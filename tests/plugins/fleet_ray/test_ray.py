@@ -10,10 +10,13 @@ backend whatever the driver runs on.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import os
 import signal
+import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -39,6 +42,7 @@ from tests.support import run_dsh
 
 pytestmark = pytest.mark.anyio
 
+RESULT_KEYS = ("task", "session", "output", "stop_reason", "usage")
 RAY = "- {id: ray, name: fleet-ray, config: {workers: 2, max_retries: 2}}"
 
 
@@ -170,3 +174,44 @@ def test_every_listener_of_the_cluster_is_on_the_loopback_address(ray_cluster: s
             host = ipaddress.ip_address(address.rsplit(":", 1)[0])
             mapped = getattr(host, "ipv4_mapped", None)
             assert host.is_loopback or (mapped is not None and mapped.is_loopback), (pid, address)
+
+
+async def test_a_worker_killed_under_dsh_fleet_run_leaves_only_results_on_stdout(
+    tmp_path: Path, ray_cluster: str
+) -> None:
+    """Ray's driver reports the dead worker (``A worker died or was killed …``): on
+    stderr, never among the results (``dsh fleet run … > results.jsonl``)."""
+    path = fleet_deployment(tmp_path, extra=RAY)
+    block(tmp_path / "control", "b")
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl", [{"id": "blocked", "prompt": "block b"}, *answer_tasks(2)]
+    )
+    args = ["fleet", "run", str(path), str(tasks), "--engine", "ray", "--address", ray_cluster]
+    driver = await anyio.open_process([sys.executable, "-m", "dsh", *args])
+    exited = anyio.Event()
+    out: list[bytes] = []
+    err: list[bytes] = []
+
+    async def drain(stream: Any, into: list[bytes]) -> None:
+        into.extend([chunk async for chunk in stream])
+
+    async def watch() -> None:
+        async with anyio.create_task_group() as streams:
+            streams.start_soon(drain, driver.stdout, out)
+            streams.start_soon(drain, driver.stderr, err)
+        await driver.wait()
+        exited.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        pid = await blocked_pid(tmp_path / "control" / "fifo", exited)
+        assert pid is not None
+        assert pid != driver.pid  # a worker process
+        os.kill(pid, signal.SIGKILL)
+    stderr = b"".join(err).decode()
+    assert "its worker died" in stderr
+    # Every line a result (a task whose retries all met the restarting worker fails).
+    results = [json.loads(line) for line in b"".join(out).decode().splitlines()]
+    assert all(isinstance(r, dict) and set(r) == set(RESULT_KEYS) for r in results), stderr
+    assert sorted(r["task"] for r in results) == ["blocked", "t1", "t2"]
+    assert driver.returncode == (0 if all(r["stop_reason"] == "completed" for r in results) else 1)

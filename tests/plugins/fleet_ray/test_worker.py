@@ -5,7 +5,10 @@ plugin."""
 from __future__ import annotations
 
 import os
+import select
+import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,8 @@ from dsh_fleet_ray import (
     load_ray,
 )
 from dsh_fleet_ray._engine import _Pool
-from tests.plugins.fleet.fleet_support import fleet_deployment, loaded
+from tests.plugins.fleet.fleet_support import block, fleet_deployment, loaded
+from tests.plugins.session_jsonl.jsonl_support import file_records
 from tests.support import HELLO
 
 pytestmark = pytest.mark.anyio
@@ -207,3 +211,71 @@ async def test_the_plugin_offers_the_ray_engine(
         with pytest.raises(Exception, match=r"dsh-harness\[ray\]"):
             await load_deployment(path, root)
     assert FleetRay.name == "fleet-ray"
+
+
+def blocked(fifo: Path) -> int:
+    """The process id the test model writes to ``fifo`` once its turn blocks."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    seen = b""
+    try:
+        while not seen.endswith(b"\n"):
+            ready, _, _ = select.select([fd], [], [], 30)
+            assert ready, "the model never blocked"
+            seen += os.read(fd, 64)
+    finally:
+        os.close(fd)
+    return int(seen)
+
+
+def test_sigterm_closes_a_worker_first_then_does_what_was_there(tmp_path: Path) -> None:
+    """A Ray worker gets SIGTERM (in its main thread, where it loaded the deployment):
+    the running turn records its end, then Ray's handler (here a stand-in) runs."""
+    path = fleet_deployment(tmp_path)
+    block(tmp_path / "control", "b")
+    heard: list[int] = []
+
+    def ray_handler(signum: int, frame: object) -> None:
+        heard.append(signum)
+
+    before = signal.signal(signal.SIGTERM, ray_handler)
+    try:
+        worker = FleetWorker(str(path), os.getcwd())
+        results: list[dict[str, Any]] = []
+        job = job_of(path, "b", "block b").to_json()
+        running = threading.Thread(target=lambda: results.append(worker.run(job)))
+        running.start()
+        assert blocked(tmp_path / "control" / "fifo") == os.getpid()
+        os.kill(os.getpid(), signal.SIGTERM)
+        running.join(30)
+        assert heard == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is ray_handler  # put back
+        [result] = results
+        assert result["stop_reason"] == "aborted"
+        records = file_records(tmp_path / "sessions" / "b-session" / "session.jsonl")
+        assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": "disposed"}
+        worker.close()  # closed already: nothing happens
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_sigterm_ignored_before_only_closes_the_worker(tmp_path: Path) -> None:
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        worker = FleetWorker(str(fleet_deployment(tmp_path)))
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        closed = worker.run(job_of(tmp_path, "t", "answer").to_json())
+        assert closed["error"].startswith("RuntimeError: ")  # its event loop is gone
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_a_handler_installed_after_the_worker_is_left_in_place(tmp_path: Path) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        worker = FleetWorker(str(fleet_deployment(tmp_path)))
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # someone else's, since
+        worker.close()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before)
