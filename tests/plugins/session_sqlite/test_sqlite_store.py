@@ -39,6 +39,7 @@ from dsh_session_sqlite import (
     read_session,
 )
 from tests.plugins.session_store.store_support import (
+    Broken,
     SqliteStore,
     append_user,
     chunk,
@@ -537,8 +538,14 @@ async def test_listing_reports_rows_that_are_not_sessions(store: SqliteStore) ->
     summaries = {s.id: s for s in list_sessions(store.path)}
     assert summaries["not/an/id"].error == f"{store.path}: invalid session id 'not/an/id'"
     assert summaries["ok"].error is None
-    # A record no plugin declares is skipped: the listing reports the last one it knows.
-    assert (summaries["tail"].events, summaries["tail"].turns) == (15, 1)
+    # A record no plugin declares is history (counted, its time the last activity);
+    # the turns come from the last record of a built-in type.
+    tail = summaries["tail"]
+    assert (tail.events, tail.turns, tail.last_activity, tail.open) == (16, 1, 9.0, False)
+    # A record that is not an event is skipped.
+    store.store("torn", [*records, Broken(15)])
+    torn = next(s for s in list_sessions(store.path) if s.id == "torn")
+    assert (torn.events, torn.turns, torn.open) == (15, 1, False)
 
 
 def test_dsh_sessions_lists_and_resumes_from_sqlite(
