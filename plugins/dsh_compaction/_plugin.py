@@ -142,7 +142,8 @@ class Compaction(Service):
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx
-        yield ctx.sessions.declare_event_types(CHECKPOINT_EVENT)
+        # Durable when written: a crash right after a compaction keeps its summary.
+        yield ctx.sessions.declare_event_types(CHECKPOINT_EVENT, durable=True)
         yield ctx.on("agent/request", self._request)
         yield ctx.on("agent/request-failed", self._failed)
         yield ctx.on("session/disposed", self._forget)

@@ -6,7 +6,7 @@ YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``. See the RE
 from __future__ import annotations
 
 from ._describe import TITLE_CHARS, describe_session, short_title
-from ._event import SessionError, SessionEvent
+from ._event import OpaqueEvent, SessionError, SessionEvent
 from ._packed import CHUNKS_ROW, ChunkRun, EventLog
 from ._persistence import (
     DURABLE_EVENTS,
@@ -55,6 +55,7 @@ __all__ = [
     "InvalidRecord",
     "Lease",
     "LogDamage",
+    "OpaqueEvent",
     "Session",
     "SessionCorruptError",
     "SessionDataError",

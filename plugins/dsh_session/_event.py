@@ -8,7 +8,7 @@ from typing import Any
 
 from dsh import DshError
 
-__all__ = ["SessionError", "SessionEvent"]
+__all__ = ["OpaqueEvent", "SessionError", "SessionEvent"]
 
 
 class SessionError(DshError, ValueError):
@@ -17,9 +17,13 @@ class SessionError(DshError, ValueError):
     code = "SESSION"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class SessionEvent:
-    """One record of the log; ``seq`` counts from 0 without gaps, ``time`` is epoch seconds."""
+    """One record of the log; ``seq`` counts from 0 without gaps, ``time`` is epoch seconds.
+
+    Two events are equal when their fields are, whatever their class (an
+    :class:`OpaqueEvent` equals the event its writer appended).
+    """
 
     seq: int
     type: str
@@ -32,3 +36,25 @@ class SessionEvent:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SessionEvent:
         return cls(data["seq"], data["type"], data["time"], data["data"])
+
+    def _fields(self) -> tuple[int, str, float, Mapping[str, Any]]:
+        return (self.seq, self.type, self.time, self.data)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionEvent):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OpaqueEvent(SessionEvent):
+    """A stored event of a type that no plugin of the reading deployment declares.
+
+    It is history, not damage (RFC 0023): loaded as it was stored (its ``data`` is
+    neither checked nor interpreted), counted in the seqs, skipped by the history, and
+    written back as it is wherever its session is copied. Only the reader's knowledge
+    differs from a :class:`SessionEvent`'s, so it equals the event its writer appended.
+    """

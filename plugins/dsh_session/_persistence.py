@@ -22,9 +22,9 @@ from typing import Any
 from dsh import DshError
 from dsh_llm import LlmFormatError, Message, Usage
 
-from ._event import SessionError, SessionEvent
+from ._event import OpaqueEvent, SessionError, SessionEvent
 from ._packed import CHUNKS_ROW, ChunkRun, EventLog
-from ._session import COMMIT_EVENTS, EVENT_TYPES, SessionHeader
+from ._session import COMMIT_EVENTS, EVENT_TYPE, EVENT_TYPES, SessionHeader
 
 __all__ = [
     "DURABLE_EVENTS",
@@ -231,9 +231,13 @@ def check_event(record: object, known: AbstractSet[str] = EVENT_TYPES) -> Sessio
     ``record`` may itself be an :class:`InvalidRecord` (the store could not decode
     it), which is raised.
 
-    ``known`` is the set of event types accepted: the built-in ones, and those the
-    plugins of the running deployment declared (``sessions.event_types()``); a packed
-    row is always accepted.
+    ``known`` is the set of event types the reader interprets: the built-in ones, and
+    those the plugins of the running deployment declared (``sessions.event_types()``).
+    A record of another type (lower-case words joined by ``/``, :data:`EVENT_TYPE`)
+    is history all the same: it comes back as an :class:`OpaqueEvent` (RFC 0023). Only
+    a record that is not an event is invalid: not the keys ``seq``, ``type``, ``time``
+    and ``data``, a bad seq, time or type, data that is not an object, or a built-in
+    type without the data fields it needs.
     """
     if isinstance(record, InvalidRecord):
         raise record
@@ -242,10 +246,8 @@ def check_event(record: object, known: AbstractSet[str] = EVENT_TYPES) -> Sessio
     seq, kind, when, data = record["seq"], record["type"], record["time"], record["data"]
     if not _is_int(seq) or seq < 0:
         raise InvalidRecord(f"seq {seq!r} is not a non-negative integer")
-    if kind not in known and kind != CHUNKS_ROW:
-        raise InvalidRecord(
-            f"unknown event type {kind!r} (not built in, and no loaded plugin declares it)"
-        )
+    if not isinstance(kind, str) or (kind != CHUNKS_ROW and not EVENT_TYPE.fullmatch(kind)):
+        raise InvalidRecord(f"type {kind!r} is not an event type (lower-case words joined by /)")
     if type(when) not in (int, float):
         raise InvalidRecord(f"time {when!r} is not a number")
     if not isinstance(data, dict):
@@ -258,7 +260,9 @@ def check_event(record: object, known: AbstractSet[str] = EVENT_TYPES) -> Sessio
     for key, check in FIELDS.get(kind, _NO_FIELDS).items():
         if key not in data or not check(data[key]):
             raise InvalidRecord(f'"{kind}" record: data.{key} is missing or malformed')
-    return SessionEvent(seq, kind, when, data)
+    if kind in known or kind in FIELDS:
+        return SessionEvent(seq, kind, when, data)
+    return OpaqueEvent(seq, kind, when, data)
 
 
 class LogDamage(Exception):
@@ -288,8 +292,9 @@ def check_log(
 ) -> Checked:
     """Check a session's records in order (each as :func:`check_event` takes it).
 
-    The first invalid record ends the log when no valid ``turn/end`` follows it (the
-    tail of an interrupted turn: :attr:`Checked.bad`); when one does, committed
+    A record of a type outside ``known`` is an :class:`OpaqueEvent`, kept and counted
+    like any other. The first invalid record ends the log when no valid ``turn/end``
+    follows it (the tail of an interrupted turn: :attr:`Checked.bad`); when one does, committed
     history is damaged and :class:`LogDamage` is raised. Seqs must count from 0
     without gaps (else :class:`LogDamage`): a packed row's seq is its first chunk's,
     and each of its chunks counts. ``label(index)`` names a record in messages
@@ -370,18 +375,22 @@ class SessionSummary:
         *,
         title: str | None = None,
         usage: Usage | None = None,
+        latest: SessionEvent | None = None,
     ) -> SessionSummary:
-        """The summary of the session ``header`` whose last valid record is ``last``
-        (with the ``title`` and ``usage`` its store found)."""
+        """The summary of the session ``header`` whose last valid record of a built-in
+        type is ``last`` (its turns, and whether the last is open) and whose last valid
+        record of any type is ``latest`` (its count and activity; ``last`` when
+        omitted), with the ``title`` and ``usage`` its store found."""
+        newest = latest or last
         base = (header.id, path, header.created_at, header.cwd, header.meta)
-        if last is None:
+        if newest is None:
             return cls(*base, 0, 0, header.created_at, title=title, usage=usage)
         return cls(
             *base,
-            events=last.seq + 1,
-            turns=last.data["turn"],
-            last_activity=last.time,
-            open=last.type != "turn/end",
+            events=newest.seq + 1,
+            turns=0 if last is None else last.data["turn"],
+            last_activity=newest.time,
+            open=last is not None and last.type != "turn/end",
             title=title,
             usage=usage,
         )

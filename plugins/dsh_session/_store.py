@@ -6,6 +6,7 @@ import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 from dsh import Context, Disposer, Service, hookspec
@@ -13,7 +14,7 @@ from dsh_llm import Usage
 
 from ._event import SessionError, SessionEvent
 from ._packed import EventLog
-from ._persistence import Lease, SessionInUseError, check_session_id
+from ._persistence import DURABLE_EVENTS, Lease, SessionInUseError, check_session_id
 from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionHeader
 
 __all__ = ["SessionSpecs", "Sessions", "StoredSession"]
@@ -107,6 +108,9 @@ class Sessions(Service):
         self._live: dict[str, Session] = {}
         #: Event types plugins declared, with how many declarations hold each.
         self._declared: dict[str, int] = {}
+        #: The durable types: the built-in ones (held for good), and the declared types
+        #: with how many durable declarations hold each.
+        self._durable: dict[str, int] = dict.fromkeys(DURABLE_EVENTS, 1)
 
     def _publish(self, session: Session, event: SessionEvent) -> None:
         # Scoped to the session's owner: a listener registered through another agent's
@@ -154,12 +158,15 @@ class Sessions(Service):
         session._audience = None
         self.home_ctx.emit("session/disposed", session, scope=scope)
 
-    def declare_event_types(self, *types: str) -> Disposer:
+    def declare_event_types(self, *types: str, durable: bool = False) -> Disposer:
         """Let the sessions of this store record events of ``types`` while the calling
         plugin lives; returns the exact disposer.
 
         A type is lower-case words joined by ``/`` (``todo/write``). Several plugins may
-        declare the same type; it stays known until the last of them is gone. Raises
+        declare the same type; it stays known until the last of them is gone.
+        ``durable``: a persistence backend makes each such record durable before
+        ``append`` returns, as it does a commit event (``compaction/checkpoint``); a
+        type is durable while one durable declaration of it holds. Raises
         :class:`SessionError`, declaring nothing, for no types, a type that is not a
         string or does not match :data:`EVENT_TYPE`, a built-in type, or a repeat.
         """
@@ -184,17 +191,23 @@ class Sessions(Service):
         def body() -> Callable[[], None]:
             for kind in types:
                 self._declared[kind] = self._declared.get(kind, 0) + 1
-            return functools.partial(self._undeclare, types)
+                if durable:
+                    self._durable[kind] = self._durable.get(kind, 0) + 1
+            return functools.partial(self._undeclare, types, durable)
 
         return self.ctx.effect(body, label=f"session event types {', '.join(types)}")
 
-    def _undeclare(self, types: tuple[str, ...]) -> None:
+    def _undeclare(self, types: tuple[str, ...], durable: bool) -> None:
         for kind in types:
-            count = self._declared[kind] - 1
-            if count:
-                self._declared[kind] = count
-            else:
-                del self._declared[kind]
+            _release(self._declared, kind)
+            if durable:
+                _release(self._durable, kind)
+
+    def durable_types(self) -> AbstractSet[str]:
+        """The event types a persistence backend makes durable before ``append``
+        returns: :data:`DURABLE_EVENTS` and the types declared ``durable``. A live view
+        (it follows later declarations), so a backend keeps it for each log it writes."""
+        return self._durable.keys()
 
     def event_types(self) -> frozenset[str]:
         """Every event type a session of this store may record now: the built-in ones
@@ -335,3 +348,12 @@ class Sessions(Service):
     def list(self) -> list[Session]:
         """Live sessions in the order they joined the store."""
         return list(self._live.values())
+
+
+def _release(counts: dict[str, int], kind: str) -> None:
+    """Drop one hold of ``kind`` in ``counts`` (the entry goes with the last)."""
+    count = counts[kind] - 1
+    if count:
+        counts[kind] = count
+    else:
+        del counts[kind]

@@ -8,7 +8,14 @@ from typing import BinaryIO
 
 from dsh import DshError
 from dsh_llm import LlmFormatError, Message, Usage, add_usage
-from dsh_session import ChunkRun, SessionEvent, SessionReadError, SessionSummary, recent_first
+from dsh_session import (
+    ChunkRun,
+    OpaqueEvent,
+    SessionEvent,
+    SessionReadError,
+    SessionSummary,
+    recent_first,
+)
 
 from ._format import FILE_NAME, SESSION_ID, InvalidRecord, parse_event, parse_header, parse_record
 
@@ -23,9 +30,14 @@ _USAGE = b'"usage"'
 TITLE_CHARS = 200
 
 
-def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
-    """The last valid record between ``start`` and ``size``, reading from the end."""
+def _last_events(
+    file: BinaryIO, start: int, size: int
+) -> tuple[SessionEvent | None, SessionEvent | None]:
+    """The last valid record of a built-in type and the last valid record of any type
+    (an opaque one counts: it is history) between ``start`` and ``size``, reading from
+    the end."""
     block = _TAIL
+    latest: SessionEvent | None = None
     while True:
         low = max(start, size - block)
         file.seek(low)
@@ -38,10 +50,12 @@ def _last_event(file: BinaryIO, start: int, size: int) -> SessionEvent | None:
             except InvalidRecord:
                 continue
             if isinstance(record, ChunkRun):  # a packed row: its last chunk
-                return record.member(len(record) - 1)
-            return record
+                record = record.member(len(record) - 1)
+            latest = latest or record
+            if not isinstance(record, OpaqueEvent):
+                return record, latest
         if low == start:
-            return None
+            return None, latest
         block *= 4
 
 
@@ -84,13 +98,13 @@ def _summarize(session_id: str, path: Path) -> SessionSummary | None:
                 return SessionSummary(session_id, path, error=f"{path}:1: no complete header")
             header = parse_header(first, str(path), session_id)
             size = os.fstat(file.fileno()).st_size
-            last = _last_event(file, len(first), size)
+            last, latest = _last_events(file, len(first), size)
             title, usage = _scan(file, len(first), size)
     except FileNotFoundError:
         return None
     except (OSError, DshError) as exc:
         return SessionSummary(session_id, path, error=str(exc))
-    return SessionSummary.of(path, header, last, title=title, usage=usage)
+    return SessionSummary.of(path, header, last, title=title, usage=usage, latest=latest)
 
 
 def list_sessions(root: str | os.PathLike[str]) -> list[SessionSummary]:

@@ -184,7 +184,8 @@ class SessionLog:
     """The file of one live session.
 
     Records are encoded as they are appended and kept in a buffer; a durable record
-    (``DURABLE_EVENTS``) writes the buffer and itself, then fsyncs. The chunks of a
+    (one of ``durable``: ``DURABLE_EVENTS`` and the types plugins declared durable)
+    writes the buffer and itself, then fsyncs. The chunks of a
     step wait in the buffer as their session's :class:`~dsh_session.ChunkRun` and are
     written as one packed row (``packs``; a version-1 file gets a row per chunk). The
     file is created by the first write (header first, published by a hard link so it
@@ -207,6 +208,7 @@ class SessionLog:
         length: int = 0,
         packs: bool = True,
         lease: LeaseFile | None = None,
+        durable: AbstractSet[str] = DURABLE_EVENTS,
     ) -> None:
         self.directory = directory
         self.path = directory / FILE_NAME
@@ -228,6 +230,8 @@ class SessionLog:
         self._unsynced_dirs: list[Path] = []
         self._broken: str | None = None
         self.lease = lease
+        #: The types written and synced at once (``sessions.durable_types()``).
+        self.durable = durable
 
     def __repr__(self) -> str:
         return f"<SessionLog {self.path} ({self._length} bytes, {len(self._pending)} pending)>"
@@ -256,7 +260,7 @@ class SessionLog:
                 self._pending.append(row)
                 continue
             self._encode(row)
-            durable = durable or row.type in DURABLE_EVENTS
+            durable = durable or row.type in self.durable
         if durable:
             self.flush()
 
@@ -429,6 +433,7 @@ def reopen(
     fsync: bool,
     version: int,
     lease: LeaseFile | None = None,
+    durable: AbstractSet[str] = DURABLE_EVENTS,
 ) -> SessionLog:
     """The log of a session :func:`load_session` just loaded (``length`` bytes long,
     format ``version``), held by the writer of ``lease`` when given."""
@@ -441,7 +446,14 @@ def reopen(
             f"session file {path} changed after it was loaded (another process wrote it?)"
         )
     return SessionLog(
-        directory, header, fsync=fsync, fd=fd, length=length, packs=version >= 2, lease=lease
+        directory,
+        header,
+        fsync=fsync,
+        fd=fd,
+        length=length,
+        packs=version >= 2,
+        lease=lease,
+        durable=durable,
     )
 
 
@@ -452,6 +464,7 @@ def attach(
     *,
     fsync: bool,
     known: AbstractSet[str] = EVENT_TYPES,
+    durable: AbstractSet[str] = DURABLE_EVENTS,
 ) -> tuple[SessionLog, Sequence[SessionEvent]]:
     """The log of a live session the backend has not seen from its start, and the
     records of ``events`` its file still lacks (all of them when there is no file).
@@ -462,7 +475,7 @@ def attach(
     path = directory / FILE_NAME
     opened = read_locked(path)
     if opened is None:
-        return SessionLog(directory, header, fsync=fsync), events
+        return SessionLog(directory, header, fsync=fsync, durable=durable), events
     fd, raw = opened
     try:
         parsed = parse_log(raw, str(path), header.id, known)
@@ -480,6 +493,7 @@ def attach(
             fd=fd,
             length=parsed.length,
             packs=parsed.version >= 2,
+            durable=durable,
         )
     except BaseException:
         os.close(fd)

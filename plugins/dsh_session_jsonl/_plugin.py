@@ -109,6 +109,7 @@ class JsonlSessions(Plugin):
                 fsync=self._fsync,
                 version=loaded[2],
                 lease=lease,
+                durable=self.ctx.sessions.durable_types(),
             )
             return
         if (directory / FILE_NAME).exists():
@@ -116,7 +117,13 @@ class JsonlSessions(Plugin):
                 f'session "{session.id}" is already stored in {directory} '
                 "(resume it with sessions.resume, or choose another id)"
             )
-        log = SessionLog(directory, session.header, fsync=self._fsync, lease=lease)
+        log = SessionLog(
+            directory,
+            session.header,
+            fsync=self._fsync,
+            lease=lease,
+            durable=self.ctx.sessions.durable_types(),
+        )
         self._logs[session.id] = log
         log.add(session.events)
 
@@ -139,6 +146,7 @@ class JsonlSessions(Plugin):
             events,
             fsync=self._fsync,
             known=self.ctx.sessions.event_types(),
+            durable=self.ctx.sessions.durable_types(),
         )
         self._logs[session.id] = log
         log.add(missing)

@@ -8,6 +8,7 @@ of a JSONL file stores it, so both stores check records with the same rules.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ from typing import Any
 from dsh_session import InvalidRecord, SessionCorruptError, SessionHeader
 
 from ._errors import SessionDatabaseError
+from ._locks import locks_of
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -53,6 +55,9 @@ _SCHEMA = (
 )
 _TABLES = {"sessions", "events"}
 _DIR_MODE = 0o700
+#: The lock file of setting a database up, in its lock folder (a session id never
+#: starts with a dot, so no session's lock file has this name).
+_SETUP_LOCK = ".setup"
 
 
 def encode_json(value: Mapping[str, Any]) -> str:
@@ -132,22 +137,52 @@ def prepare(path: Path, *, fsync: bool, busy_ms: int, create: bool) -> sqlite3.C
             ) from exc
     elif not path.exists():
         return None
-    try:
-        connection = connect(path, create=create, fsync=fsync, busy_ms=busy_ms)
-    except sqlite3.Error as exc:
-        raise _problem(path, exc, busy_ms) from exc
-    try:
-        _check_schema(connection, path, busy_ms)
-    except BaseException:
-        connection.close()
-        raise
+    with _setting_up(path):
+        try:
+            connection = connect(path, create=create, fsync=fsync, busy_ms=busy_ms)
+        except sqlite3.Error as exc:
+            raise _problem(path, exc, busy_ms) from exc
+        try:
+            _check_schema(connection, path, busy_ms)
+        except BaseException:
+            connection.close()
+            raise
     return connection
+
+
+@contextlib.contextmanager
+def _setting_up(path: Path) -> Iterator[None]:
+    """Run the block holding the set-up lock of the database ``path`` (an exclusive
+    ``flock`` on ``<path>-locks/.setup``), so that one connection at a time switches a
+    new file to WAL and gives it the schema.
+
+    Two connections converting a file still in rollback-journal mode at once each hold
+    a shared lock and want an exclusive one: SQLite answers one of them busy at once,
+    without waiting (the wait could never end), so that race would fail a connection
+    however long ``busy_ms`` is. Raises :class:`SessionDatabaseError`.
+    """
+    directory = locks_of(path)
+    try:
+        directory.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+        fd = os.open(
+            directory / _SETUP_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+    except OSError as exc:
+        raise SessionDatabaseError(
+            f"cannot lock session database {path} to set it up: {exc}", str(path)
+        ) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held for one set-up: a few ms, or a busy wait
+        yield
+    finally:
+        os.close(fd)
 
 
 def _check_schema(connection: sqlite3.Connection, path: Path, busy_ms: int) -> None:
     try:
-        # Persistent in the file. It fails (busy) only while another connection holds
-        # the file in rollback-journal mode; a local file always takes WAL.
+        # Persistent in the file. It fails (busy) only while another application's
+        # connection holds the file in rollback-journal mode (dsh's connections set a
+        # file up one at a time); a local file always takes WAL.
         connection.execute("PRAGMA journal_mode = WAL")
         with transaction(connection):
             version = connection.execute("PRAGMA user_version").fetchone()[0]

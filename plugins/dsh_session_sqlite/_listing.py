@@ -17,6 +17,7 @@ from dsh_session import (
     ChunkRun,
     EventLog,
     InvalidRecord,
+    OpaqueEvent,
     SessionCorruptError,
     SessionEvent,
     SessionHeader,
@@ -52,6 +53,7 @@ def _summarize(connection: sqlite3.Connection, path: Path, row: tuple[Any, ...])
     except SessionCorruptError as exc:
         return SessionSummary(session_id, path, error=str(exc))
     last: SessionEvent | None = None
+    latest: SessionEvent | None = None  # an opaque record counts: it is history
     # Newest first, read lazily: usually the first row is the answer.
     for record in connection.execute(f"{_ROWS} ORDER BY seq DESC", (key,)):
         try:
@@ -59,10 +61,13 @@ def _summarize(connection: sqlite3.Connection, path: Path, row: tuple[Any, ...])
         except InvalidRecord:
             continue
         # A packed row (session-jsonl's kind, stored here by hand): its last chunk.
-        last = checked.member(len(checked) - 1) if isinstance(checked, ChunkRun) else checked
-        break
+        event = checked.member(len(checked) - 1) if isinstance(checked, ChunkRun) else checked
+        latest = latest or event
+        if not isinstance(event, OpaqueEvent):
+            last = event
+            break
     title, usage = _title_and_usage(connection, key)
-    return SessionSummary.of(path, header, last, title=title, usage=usage)
+    return SessionSummary.of(path, header, last, title=title, usage=usage, latest=latest)
 
 
 def _events(connection: sqlite3.Connection, key: int, where: str) -> Iterator[SessionEvent]:

@@ -212,7 +212,8 @@ class SqliteLog:
     """One live session's records in the database.
 
     Records are encoded as they are appended and kept in a buffer; a durable record
-    (``DURABLE_EVENTS``) writes the buffer and itself in one transaction. The session's
+    (one of ``durable``: ``DURABLE_EVENTS`` and the types plugins declared durable)
+    writes the buffer and itself in one transaction. The session's
     own row is written by its first commit (after taking its lock). A failed
     transaction is rolled back and the records stay buffered, so the next commit
     writes them again without a gap.
@@ -231,6 +232,7 @@ class SqliteLog:
         stored: int = 0,
         lock: SessionLock | None = None,
         lease: Lease | None = None,
+        durable: AbstractSet[str] = DURABLE_EVENTS,
     ) -> None:
         self.db = db
         self.header = header
@@ -247,6 +249,8 @@ class SqliteLog:
         self._pending: list[_Row] = []
         self._broken: str | None = None
         self.lease = lease
+        #: The types committed at once (``sessions.durable_types()``).
+        self.durable = durable
 
     def __repr__(self) -> str:
         return (
@@ -279,7 +283,7 @@ class SqliteLog:
                 )
                 raise SessionDataError(self._broken) from exc
             self._pending.append((event.seq, event.type, event.time, data))
-            durable = durable or event.type in DURABLE_EVENTS
+            durable = durable or event.type in self.durable
         if durable:
             self.flush()
 
@@ -365,6 +369,7 @@ def attach(
     header: SessionHeader,
     events: Sequence[SessionEvent],
     known: AbstractSet[str] = EVENT_TYPES,
+    durable: AbstractSet[str] = DURABLE_EVENTS,
 ) -> tuple[SqliteLog, Sequence[SessionEvent], list[str]]:
     """The log of a live session the plugin has not seen from its start, the records
     of ``events`` the database still lacks (all of them when it is not stored), and
@@ -375,7 +380,7 @@ def attach(
     """
     connection = db.open(create=False)
     if connection is None:
-        return SqliteLog(db, header), events, []
+        return SqliteLog(db, header, durable=durable), events, []
     lock = SessionLock.take(db.locks, header.id)
     try:
         loaded = _load(connection, db.path, header.id, known)
@@ -390,14 +395,20 @@ def attach(
         raise
     if loaded is None:  # not stored: its first commit takes the lock again
         lock.release()
-        return SqliteLog(db, header), events, []
+        return SqliteLog(db, header, durable=durable), events, []
     count = len(loaded.events)
-    log = SqliteLog(db, header, key=loaded.key, stored=count, lock=lock)
+    log = SqliteLog(db, header, key=loaded.key, stored=count, lock=lock, durable=durable)
     return log, events[count:], loaded.notes
 
 
 def adopt(
-    db: Database, header: SessionHeader, key: int, count: int, lease: Lease | None = None
+    db: Database,
+    header: SessionHeader,
+    key: int,
+    count: int,
+    lease: Lease | None = None,
+    *,
+    durable: AbstractSet[str] = DURABLE_EVENTS,
 ) -> SqliteLog:
     """The log of a session :func:`load_session` loaded (``count`` events, row
     ``key``), now entering the store (held by the writer of ``lease`` when given): lock
@@ -413,4 +424,4 @@ def adopt(
     except BaseException:
         lock.release()
         raise
-    return SqliteLog(db, header, key=key, stored=count, lock=lock, lease=lease)
+    return SqliteLog(db, header, key=key, stored=count, lock=lock, lease=lease, durable=durable)

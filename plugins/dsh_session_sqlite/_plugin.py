@@ -103,14 +103,23 @@ class SqliteSessions(Plugin):
         lease = self._leases.pop(session_id, None)
         loaded = self._loaded.pop(session_id, None)
         if loaded is not None and loaded[0] is session.header:
-            self._logs[session_id] = adopt(self._db, session.header, loaded[1], loaded[2], lease)
+            self._logs[session_id] = adopt(
+                self._db,
+                session.header,
+                loaded[1],
+                loaded[2],
+                lease,
+                durable=self.ctx.sessions.durable_types(),
+            )
             return
         if self._db.stored(session_id):
             raise SessionExistsError(
                 f'session "{session_id}" is already stored in {self.path} '
                 "(resume it with sessions.resume, or choose another id)"
             )
-        log = SqliteLog(self._db, session.header, lease=lease)
+        log = SqliteLog(
+            self._db, session.header, lease=lease, durable=self.ctx.sessions.durable_types()
+        )
         self._logs[session_id] = log
         log.add(session.events)
 
@@ -123,8 +132,9 @@ class SqliteSessions(Plugin):
 
     def _attach(self, session: Session, events: Sequence[SessionEvent]) -> None:
         check_session_id(session.id)
+        sessions = self.ctx.sessions
         log, missing, notes = attach(
-            self._db, session.header, events, self.ctx.sessions.event_types()
+            self._db, session.header, events, sessions.event_types(), sessions.durable_types()
         )
         for note in notes:
             _log.warning("%s", note)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsh_llm import Message, TextBlock, Usage
-from dsh_session import EVENT_TYPES
+from dsh_session import EVENT_TYPES, OpaqueEvent, SessionEvent
 from dsh_session._persistence import FIELDS
 from dsh_session_jsonl import (
     FILE_NAME,
@@ -49,9 +49,14 @@ def test_every_event_type_has_its_field_checks() -> None:
         ),
         (record_line(event_record(True, "turn/start", {"turn": 1})), "seq True is not"),
         (
-            record_line(event_record(0, "turn/begin", {"turn": 1})),
-            "unknown event type 'turn/begin'",
+            record_line(event_record(0, "Turn Begin", {"turn": 1})),
+            "type 'Turn Begin' is not an event type",
         ),
+        (
+            record_line({**event_record(0, "turn/start", {"turn": 1}), "type": ["turn/start"]}),
+            "is not an event type",
+        ),
+        (record_line(event_record(0, "turn", {"turn": 1})), "type 'turn' is not an event type"),
         (
             record_line({**event_record(0, "turn/start", {"turn": 1}), "time": "now"}),
             "time 'now' is not",
@@ -106,6 +111,28 @@ def test_every_event_type_has_its_field_checks() -> None:
 def test_invalid_records(raw: bytes, problem: str) -> None:
     with pytest.raises(InvalidRecord, match=problem.replace("(", r"\(")):
         parse_event(raw)
+
+
+@pytest.mark.parametrize("kind", ["turn/begin", "todo/write", "future/kind/of-record"])
+def test_a_record_of_a_type_nobody_declares_is_an_opaque_event(kind: str) -> None:
+    record = event_record(4, kind, {"anything": [1, {"x": None}]}, 2.5)
+    event = parse_event(record_line(record))
+    assert type(event) is OpaqueEvent
+    assert event.to_json() == record
+    assert event == SessionEvent(4, kind, 2.5, {"anything": [1, {"x": None}]})
+    # Declared by the reader's deployment: a plain event.
+    assert type(parse_event(record_line(record), EVENT_TYPES | {kind})) is SessionEvent
+    # A built-in type is checked whatever the reader declares.
+    with pytest.raises(InvalidRecord, match=r"data\.turn"):
+        parse_event(record_line(event_record(0, "turn/start", {})), frozenset())
+
+
+def test_events_are_equal_by_their_fields_whatever_their_class() -> None:
+    plain = SessionEvent(0, "x/y", 1.0, {"a": 1})
+    assert plain == OpaqueEvent(0, "x/y", 1.0, {"a": 1})
+    assert plain != OpaqueEvent(1, "x/y", 1.0, {"a": 1})
+    assert plain != (0, "x/y", 1.0, {"a": 1})
+    assert hash(SessionEvent(0, "x/y", 1.0, ())) == hash(OpaqueEvent(0, "x/y", 1.0, ()))  # type: ignore[arg-type]
 
 
 def test_a_valid_record_round_trips() -> None:

@@ -39,6 +39,7 @@ from dsh_session_sqlite import (
     read_session,
 )
 from tests.plugins.session_store.store_support import (
+    Broken,
     SqliteStore,
     append_user,
     chunk,
@@ -92,8 +93,8 @@ async def test_the_database_file(store: SqliteStore) -> None:
             "sessions.db-shm",
             "sessions.db-wal",
         ]
-        # The live session holds its lock file.
-        assert entries(locks_of(store.path)) == [session.id]
+        # The live session holds its lock file (beside the set-up lock, which stays).
+        assert entries(locks_of(store.path)) == [".setup", session.id]
         log = plugin.log_of(session.id)
         assert log is not None
         assert (log.stored, log.pending) == (1, 0)
@@ -101,7 +102,7 @@ async def test_the_database_file(store: SqliteStore) -> None:
     assert store.path.stat().st_mode & 0o777 == 0o600
     assert store.path.parent.stat().st_mode & 0o777 == 0o700
     assert locks_of(store.path).stat().st_mode & 0o777 == 0o700
-    assert entries(locks_of(store.path)) == []  # let go: the lock file is removed
+    assert entries(locks_of(store.path)) == [".setup"]  # let go: the lock file is removed
     assert "sessions.db-wal" not in entries(store.path.parent)  # checkpointed on close
 
 
@@ -325,7 +326,7 @@ async def test_a_first_write_that_fails_keeps_the_lock_for_the_retry(store: Sqli
         session = sessions.create(id="new")
         with write_lock(store.path), pytest.raises(SessionWriteError):
             append_user(session, "first")
-        assert entries(locks_of(store.path)) == ["new"]
+        assert entries(locks_of(store.path)) == [".setup", "new"]
         append_user(session, "second")
         assert [r["seq"] for r in store.records("new")] == [0, 1]
 
@@ -343,7 +344,7 @@ async def test_write_errors_when_closing_are_logged(
         held.__exit__(None, None, None)
     assert "session 'closing': records lost when closing" in caplog.text
     assert [r["seq"] for r in store.records("closing")] == [0]
-    assert entries(locks_of(store.path)) == []  # the lock was let go all the same
+    assert entries(locks_of(store.path)) == [".setup"]  # the lock was let go all the same
 
 
 async def test_a_failed_cut_of_a_damaged_tail(store: SqliteStore) -> None:
@@ -391,12 +392,11 @@ async def test_a_second_writer_in_another_process_is_refused(store: SqliteStore)
 async def test_a_lock_left_by_a_dead_holder_is_taken_over(store: SqliteStore) -> None:
     store.store("s", events_of(lambda s: turn(s, 1)))
     left = locks_of(store.path) / "s"
-    left.parent.mkdir()
-    left.write_text("")  # a holder that died: nobody holds it
+    left.write_text("")  # a holder that died: nobody holds it (the folder: set-up's)
     async with store.runtime() as (_, sessions, _):
         assert len((await sessions.resume("s")).events) == 15
-        assert entries(left.parent) == ["s"]
-    assert entries(left.parent) == []
+        assert entries(left.parent) == [".setup", "s"]
+    assert entries(left.parent) == [".setup"]
 
 
 def test_a_lock_file_removed_or_replaced_while_locking_is_taken_again(
@@ -537,8 +537,14 @@ async def test_listing_reports_rows_that_are_not_sessions(store: SqliteStore) ->
     summaries = {s.id: s for s in list_sessions(store.path)}
     assert summaries["not/an/id"].error == f"{store.path}: invalid session id 'not/an/id'"
     assert summaries["ok"].error is None
-    # A record no plugin declares is skipped: the listing reports the last one it knows.
-    assert (summaries["tail"].events, summaries["tail"].turns) == (15, 1)
+    # A record no plugin declares is history (counted, its time the last activity);
+    # the turns come from the last record of a built-in type.
+    tail = summaries["tail"]
+    assert (tail.events, tail.turns, tail.last_activity, tail.open) == (16, 1, 9.0, False)
+    # A record that is not an event is skipped.
+    store.store("torn", [*records, Broken(15)])
+    torn = next(s for s in list_sessions(store.path) if s.id == "torn")
+    assert (torn.events, torn.turns, torn.open) == (15, 1, False)
 
 
 def test_dsh_sessions_lists_and_resumes_from_sqlite(

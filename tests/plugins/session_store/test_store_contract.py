@@ -611,22 +611,6 @@ async def test_a_declared_event_type_is_stored_and_resumed(store: Store) -> None
         assert same(resumed.events, written)
 
 
-async def test_a_stored_type_nobody_declares_refuses_the_load(store: Store) -> None:
-    async with store.runtime() as (_, sessions, _):
-        sessions.declare_event_types("todo/write")
-        session = sessions.create("todo")
-        session.append("turn/start", {"turn": 1})
-        session.append("todo/write", {"todos": []})
-        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-    async with store.runtime() as (_, sessions, _):
-        with pytest.raises(SessionCorruptError) as info:
-            await sessions.resume("todo")
-    assert "unknown event type 'todo/write' (not built in, and no loaded plugin declares it)" in (
-        str(info.value)
-    )
-    assert info.value.line == store.line(1)
-
-
 async def test_a_live_session_with_a_declared_type_attaches_to_what_it_stored(
     store: Store,
 ) -> None:
