@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +23,7 @@ from dsh_tool_bash import GUIDANCE as BASH_GUIDANCE
 from dsh_tool_fs import SECTIONS as FS_SECTIONS
 from dsh_tool_jobs import GUIDANCE as JOBS_GUIDANCE
 from dsh_tool_web import FETCH_GUIDANCE
+from tests.core.lifeline_support import marked, survivors, wait_for
 from tests.support import EXAMPLES, run_dsh, stored_seqs
 
 EXAMPLE = EXAMPLES / "coding-agent" / "dsh.yml"
@@ -287,3 +289,33 @@ def test_the_projects_agents_md_joins_the_prompt_after_the_persona(tmp_path: Pat
     # Compaction is loaded with deepseek-chat's window: the check passes.
     checked = run_dsh("check", str(EXAMPLE), cwd=tmp_path, env=env)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_killed_while_a_subagents_command_runs_leaves_no_process(
+    wire: Wire, tmp_path: Path
+) -> None:
+    # The parent delegates; the child runs a command that starts grandchildren and says
+    # so through a file; then dsh is SIGKILLed. Nothing of the command may survive it.
+    mark = f"lifeline-{uuid.uuid4().hex}"
+    ready = tmp_path / "ready"
+    command = f"sleep 1000 & sleep 1000 & echo {mark} > {ready}; wait"
+    wire.replies.put(tool_call_frames("subagent", {"description": "busy", "prompt": "go"}))
+    wire.replies.put(tool_call_frames("bash", {"command": command, "description": "busy"}))
+    env = environ(wire) | {"LIFELINE_TEST_MARK": mark}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dsh", "run", str(EXAMPLE), "--yes", "-p", "Delegate"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: ready.exists() or process.poll() is not None, "the child's command")
+        assert process.poll() is None, "dsh ended before the child's command ran"
+        assert len(marked(mark)) >= 3  # the shell and its two sleeps (dsh carries it too)
+        process.kill()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert survivors(process, mark) == []
