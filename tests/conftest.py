@@ -6,6 +6,12 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests judge behaviour, not speed: a loaded CI machine must not fail them by
+# their per-example deadline or by slow input generation.
+settings.register_profile("dsh", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("dsh")
 
 
 @pytest.fixture(params=["asyncio", "trio"])
