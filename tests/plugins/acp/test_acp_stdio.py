@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from dsh_acp._stdio import CLIENT_GONE, StdioTransport
@@ -170,5 +171,23 @@ async def test_frames_to_a_closed_output_are_dropped_with_one_warning(
         "the client's output is closed"
     ]
     # The null device is no script: its end is the client leaving.
+    assert await transport.receive() is None
+    await transport.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_cancelled_receive_leaves_the_transport_usable(descriptors: list[int]) -> None:
+    read_end, write_end = os.pipe()
+    out = os.open(os.devnull, os.O_WRONLY)
+    descriptors += [read_end, out]
+    transport = StdioTransport(read_end, out, logging.getLogger("dsh.test"))
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await transport.receive()
+    # The cancelled read takes the next line (and nobody hears it); the one after
+    # is the end of the pipe.
+    os.write(write_end, b'{"jsonrpc": "2.0", "method": "lost"}\n')
+    os.close(write_end)
     assert await transport.receive() is None
     await transport.close()

@@ -23,11 +23,33 @@ ENTRIES = """\
   config: {provider: nope}
 """
 
+#: A plugin module serving the model "scripted".
+MODEL = """\
+from dsh.testing import ScriptedModel
+
+inject = ["llm"]
+
+
+def apply(ctx, config):
+    return ScriptedModel().install(ctx)
+"""
+
 
 def expected(path: Path) -> str:
     return (
         f'{path}:7: tool "subagent": subagent provider "nope" is not registered; known: fork, spawn'
     )
+
+
+def test_dsh_check_passes_a_registered_provider(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "model.py").write_text(MODEL)
+    path = write_deployment(
+        tmp_path, "- {id: model, name: ./model.py}\n" + ENTRIES.replace("nope", "fork")
+    )
+    assert cli.main(["check", str(path)]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_dsh_check_names_the_value_and_the_known_providers(

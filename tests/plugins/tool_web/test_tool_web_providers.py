@@ -65,8 +65,16 @@ async def test_fetch_providers_do_not_touch_web_search() -> None:
         dispose()
 
 
-def test_dsh_check_warns_that_web_search_is_not_offered(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("provider", "warned"),
+    [
+        ("", True),
+        # A provider that is never asked anything at check time (nothing listens there).
+        ('- {id: searxng, name: web-searxng, config: {base_url: "http://127.0.0.1:9"}}\n', False),
+    ],
+)
+def test_dsh_check_warns_while_web_search_is_not_offered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], provider: str, warned: bool
 ) -> None:
     path = write_deployment(
         tmp_path,
@@ -74,11 +82,13 @@ def test_dsh_check_warns_that_web_search_is_not_offered(
         "- {id: web, name: web}\n"
         "- {id: web-fetch, name: web-fetch}\n"
         "- id: tool-web\n"
-        "  name: tool-web\n",
+        "  name: tool-web\n" + provider,
     )
     cli.main(["check", str(path)])
     err = capsys.readouterr().err
-    assert (
+    warning = (
         f"warning: {path}:4: tool-web offers no web_search: the web service has no search "
         "provider to use (load one, such as web-searxng, or set search: false)\n"
-    ) in err
+    )
+    assert (warning in err) is warned
+    assert ("web_search" in err) is warned
