@@ -44,7 +44,8 @@ async def frontend_for(root: Context, path: Path) -> AcpFrontend:
 
 
 def _claim_stdio() -> tuple[int, int]:
-    """Keep stdin and stdout for the protocol alone.
+    """Keep stdin and stdout for the protocol alone (:class:`dsh.CommandError` when
+    either is closed).
 
     Returns the protocol's input and output (duplicates of file descriptors 0 and 1,
     which children do not inherit), then points descriptor 0 at the null device and
@@ -52,6 +53,14 @@ def _claim_stdio() -> tuple[int, int]:
     ``print``, a plugin, a child process, a C library — can neither take protocol
     input nor corrupt the frames.
     """
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            raise CommandError(
+                f"dsh acp: {name} is closed; the protocol runs on stdin and stdout (an "
+                "editor connects them to pipes; a file or /dev/null works too)"
+            ) from None
     sys.stdout.flush()
     protocol_in, protocol_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)

@@ -8,6 +8,7 @@ in-process tests run on asyncio.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -48,6 +49,23 @@ def frames(data: bytes) -> list[dict[str, Any]]:
 def test_stdin_at_the_null_device_ends_at_once_and_exits_0(tmp_path: Path) -> None:
     run = dsh_acp(tmp_path, stdin=subprocess.DEVNULL, capture_output=True)
     assert (run.returncode, run.stdout, run.stderr) == (0, b"", NOISE)
+
+
+@pytest.mark.parametrize(("fd", "name"), [(0, "stdin"), (1, "stdout")])
+def test_a_closed_stdin_or_stdout_is_refused_in_one_line(
+    tmp_path: Path, fd: int, name: str
+) -> None:
+    run = dsh_acp(
+        tmp_path,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=functools.partial(os.close, fd),
+    )
+    assert (run.returncode, run.stderr.decode()) == (
+        1,
+        f"dsh acp: {name} is closed; the protocol runs on stdin and stdout (an editor "
+        "connects them to pipes; a file or /dev/null works too)\n",
+    )
 
 
 def test_a_script_in_a_file_is_answered_into_a_regular_file(tmp_path: Path) -> None:
