@@ -5,7 +5,8 @@ asyncio's pipe transports refuse a regular file and cannot poll the null device,
 each direction has a daemon thread doing blocking reads or writes (daemon: a read that
 never returns does not keep the process alive). Each input line is one JSON-RPC
 message; a line that is not JSON is answered with a parse-error frame, one that is not
-a JSON object with an invalid-request frame, and logged in one line at INFO. The end
+a JSON object (or has neither a method nor an id) with an invalid-request frame, and
+logged in one line at INFO. The end
 of a pipe, socket, terminal or the null device is the client leaving; the end of a
 regular file is the end of a script, whose requests are answered first (docs/rfc/0028).
 """
@@ -167,12 +168,13 @@ class StdioTransport:
             error = RequestError.parse_error({"line": self._line, "details": str(exc)})
             what = "is not JSON"
         else:
-            if isinstance(message, dict):
+            if not isinstance(message, dict):
+                details, what = "a message is a JSON object", "is not a JSON object"
+            elif "method" in message or "id" in message:
                 return message
-            error = RequestError.invalid_request(
-                {"line": self._line, "details": "a message is a JSON object"}
-            )
-            what = "is not a JSON object"
+            else:
+                details, what = "a message has a method or an id", "has no method and no id"
+            error = RequestError.invalid_request({"line": self._line, "details": details})
         self._logger.info(
             "line %d of the client's input %s: answered %d", self._line, what, error.code
         )

@@ -94,22 +94,27 @@ def test_a_script_in_a_file_is_answered_into_a_regular_file(tmp_path: Path) -> N
         (
             ("-v",),
             NOISE + b"INFO dsh.acp: line 1 of the client's input is not JSON: answered -32700\n"
-            b"INFO dsh.acp: line 2 of the client's input is not a JSON object: answered -32600\n",
+            b"INFO dsh.acp: line 2 of the client's input is not a JSON object: answered -32600\n"
+            b"INFO dsh.acp: line 3 of the client's input has no method and no id: answered "
+            b"-32600\n",
         ),
     ],
 )
 def test_a_line_that_is_not_a_message_is_answered_with_an_error_frame(
     tmp_path: Path, flags: tuple[str, ...], logged: bytes
 ) -> None:
-    run = dsh_acp(tmp_path, *flags, input=b"garbage\n[1]\n", capture_output=True)
+    run = dsh_acp(
+        tmp_path, *flags, input=b'garbage\n[1]\n{"jsonrpc": "2.0"}\n', capture_output=True
+    )
     assert (run.returncode, run.stderr) == (0, logged)
-    parse, invalid = frames(run.stdout)
+    parse, invalid, empty = frames(run.stdout)
     assert (parse["id"], parse["error"]["code"], parse["error"]["data"]["line"]) == (
         None,
         -32700,
         1,
     )
     assert (invalid["error"]["code"], invalid["error"]["data"]["line"]) == (-32600, 2)
+    assert (empty["error"]["code"], empty["error"]["data"]["line"]) == (-32600, 3)
 
 
 # -- the transport in process ----------------------------------------------------------
