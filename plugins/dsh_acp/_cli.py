@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import BinaryIO
 
 from dsh import Command, CommandError, Context, Fiber, run_deployment_command
 
 from ._service import AcpFrontend
 
 __all__ = ["command", "frontend_for"]
-
-#: The longest protocol line read (the ``agent-client-protocol`` package's default).
-LINE_LIMIT = 50 * 1024 * 1024
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +43,9 @@ async def frontend_for(root: Context, path: Path) -> AcpFrontend:
     return frontend
 
 
-def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:
-    """Keep stdin and stdout for the protocol alone.
+def _claim_stdio() -> tuple[int, int]:
+    """Keep stdin and stdout for the protocol alone (:class:`dsh.CommandError` when
+    either is closed).
 
     Returns the protocol's input and output (duplicates of file descriptors 0 and 1,
     which children do not inherit), then points descriptor 0 at the null device and
@@ -57,27 +53,21 @@ def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:
     ``print``, a plugin, a child process, a C library — can neither take protocol
     input nor corrupt the frames.
     """
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            raise CommandError(
+                f"dsh acp: {name} is closed; the protocol runs on stdin and stdout (an "
+                "editor connects them to pipes; a file or /dev/null works too)"
+            ) from None
     sys.stdout.flush()
     protocol_in, protocol_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    return os.fdopen(protocol_in, "rb", buffering=0), os.fdopen(protocol_out, "wb", buffering=0)
-
-
-async def _streams(
-    protocol_in: BinaryIO, protocol_out: BinaryIO
-) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
-    """asyncio streams on the protocol's pipes: the ``agent-client-protocol`` package
-    is asyncio-only and reads and writes through them (docs/rfc/0014)."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), protocol_in)
-    transport, protocol = await loop.connect_write_pipe(
-        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), protocol_out
-    )
-    return asyncio.StreamWriter(transport, protocol, None, loop), reader
+    return protocol_in, protocol_out
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -86,8 +76,11 @@ def _run(args: argparse.Namespace) -> int:
 
     async def serve(root: Context, deployment: Fiber) -> int:
         frontend = await frontend_for(root, path)
-        writer, reader = await _streams(protocol_in, protocol_out)
-        status: int = await frontend.run(writer, reader)
+        # The protocol package is imported once there is a client to serve.
+        from ._stdio import StdioTransport
+
+        transport = StdioTransport(protocol_in, protocol_out, frontend.home_ctx.logger)
+        status: int = await frontend.run(transport)
         return status
 
     return run_deployment_command(path, serve)

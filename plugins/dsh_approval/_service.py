@@ -50,13 +50,18 @@ class ApprovalError(DshError, RuntimeError):
 
 class ApprovalDeniedError(DshError, PermissionError):
     """The request was declined. Raised by :meth:`Approval.require`; a tool that lets it
-    propagate returns ``Error: the user declined: <title>`` with code
-    ``APPROVAL_DENIED``."""
+    propagate returns ``Error: the user declined: <title>`` (policy ``deny``: ``Error:
+    refused by the approval policy (deny): <title>``) with code ``APPROVAL_DENIED``."""
 
     code = "APPROVAL_DENIED"
 
-    def __init__(self, request: ApprovalRequest) -> None:
-        super().__init__(f"the user declined: {request.title}")
+    def __init__(self, request: ApprovalRequest, policy: str | None = None) -> None:
+        #: The policy that refused it (``"deny"``), or None when it was asked.
+        self.policy = policy
+        who = (
+            "the user declined" if policy is None else f"refused by the approval policy ({policy})"
+        )
+        super().__init__(f"{who}: {request.title}")
         self.request = request
 
 
@@ -133,9 +138,10 @@ class Approval(Service):
         return self._decided(request, answer, "responder")
 
     async def require(self, request: ApprovalRequest) -> None:
-        """:meth:`request`, raising :class:`ApprovalDeniedError` when declined."""
+        """:meth:`request`, raising :class:`ApprovalDeniedError` when declined (naming
+        the policy when ``deny`` refused it)."""
         if not await self.request(request):
-            raise ApprovalDeniedError(request)
+            raise ApprovalDeniedError(request, "deny" if self.policy == "deny" else None)
 
     def _decided(self, request: ApprovalRequest, approved: bool, by: str) -> bool:
         self.home_ctx.emit("approval/decided", request, approved, by)

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dsh import Context, Disposer, DshError, InactiveContextError, Plugin
+from dsh import CheckReport, Context, Disposer, DshError, InactiveContextError, Plugin
 from dsh_subagent import SubagentProvider, SubagentRequest, SubagentResult, SubagentRun
 from dsh_subagent_inprocess import result_of
 from dsh_tools import TOOL_NAME, Tool, ToolCall, ToolResult
@@ -127,6 +127,7 @@ class ToolSubagent(Plugin):
     def __init__(self, ctx: Context, config: ToolSubagentConfig) -> None:
         super().__init__(ctx, config)
         self._mounted: Disposer | None = None
+        self._told = False
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx
@@ -136,14 +137,42 @@ class ToolSubagent(Plugin):
         # Subscribe first, then look: a provider registered in between is not missed.
         yield ctx.on("subagent/provider-added", self._added)
         yield ctx.on("subagent/provider-removed", self._removed)
+        yield ctx.on("deployment/check", self._check)
+        yield ctx.on("agent/status", self._running)
         yield self._unmount
         provider = ctx.subagents.get_provider(config.provider)
-        if provider is None:
-            _log.info(
-                'tool "%s" waits for subagent provider "%s"', config.tool_name, config.provider
-            )
-        else:
+        if provider is not None:
             self._mount(provider)
+
+    # -- a provider that is not there ---------------------------------------------------
+
+    def unregistered(self) -> str | None:
+        """``<file>:<line>: tool "<name>": subagent provider "<p>" is not registered;
+        known: <names>`` while the provider is missing, else None."""
+        config: ToolSubagentConfig = self.config
+        subagents = self.ctx.subagents
+        if subagents.get_provider(config.provider) is not None:
+            return None
+        entry = self.ctx.fiber.entry
+        where = f"{entry.locate(('provider',))}: " if entry is not None else ""
+        known = ", ".join(sorted(p.name for p in subagents.list())) or "(none)"
+        return (
+            f'{where}tool "{config.tool_name}": subagent provider "{config.provider}" is not '
+            f"registered; known: {known}"
+        )
+
+    def _check(self, report: CheckReport) -> None:
+        line = self.unregistered()
+        if line is not None:
+            report.fail(line)
+
+    def _running(self, agent: Any, status: str) -> None:
+        """The first turn of the run: say what ``dsh check`` says, once."""
+        if status == "running" and not self._told:
+            self._told = True
+            line = self.unregistered()
+            if line is not None:
+                _log.error("%s", line)
 
     # -- following the provider ---------------------------------------------------------
 

@@ -14,7 +14,7 @@ from ._fetch_tool import (
     WebFetchArgs,
     render_fetch,
 )
-from ._plugin import FETCH_SECTION, SEARCH_SECTION, ToolWeb
+from ._plugin import FETCH_SECTION, NOT_OFFERED, SEARCH_SECTION, ToolWeb
 from ._search_tool import (
     CITE_NOTE,
     MAX_QUERIES,
@@ -34,6 +34,7 @@ __all__ = [
     "FETCH_GUIDANCE",
     "FETCH_SECTION",
     "MAX_QUERIES",
+    "NOT_OFFERED",
     "NO_RESULTS",
     "SEARCH_DESCRIPTION",
     "SEARCH_GUIDANCE",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import anyio
 
-from dsh import Disposer, Plugin
+from dsh import CheckReport, Context, Disposer, InactiveContextError, Plugin
 from dsh_system_prompt import PromptSection
 from dsh_tools import Tool, ToolCall
 from dsh_web import SearchResult
@@ -21,16 +23,25 @@ from ._search_tool import (
     render_search,
 )
 
-__all__ = ["FETCH_SECTION", "SEARCH_SECTION", "ToolWeb"]
+__all__ = ["FETCH_SECTION", "NOT_OFFERED", "SEARCH_SECTION", "ToolWeb"]
 
 #: The guidance sections, in the tool band of the prompt.
 SEARCH_SECTION = ("tool:web_search", 110)
 FETCH_SECTION = ("tool:web_fetch", 111)
 
 
+#: Why ``web_search`` is not offered, after the location of ``search`` in the config.
+NOT_OFFERED = (
+    "tool-web offers no web_search: the web service has no search provider to use "
+    "(load one, such as web-searxng, or set search: false)"
+)
+
+
 class ToolWeb(Plugin):
     """Registers the enabled web tools and their guidance; it injects ``tools``,
-    ``system_prompt`` and ``web`` (whose providers answer the calls)."""
+    ``system_prompt`` and ``web`` (whose providers answer the calls). ``web_search``
+    is offered only while the web service has a search provider to use: it follows
+    ``web/provider-added`` and ``web/provider-removed``."""
 
     name = "tool-web"
     Config = ToolWebConfig
@@ -38,19 +49,20 @@ class ToolWeb(Plugin):
 
     config: ToolWebConfig
 
-    def setup(self) -> Iterator[Disposer]:
+    def __init__(self, ctx: Context, config: ToolWebConfig) -> None:
+        super().__init__(ctx, config)
+        self._search: Disposer | None = None
+
+    def setup(self) -> Iterator[Callable[[], object]]:
         config = self.config
         ctx = self.ctx
         if config.search:
-            yield ctx.system_prompt.section(PromptSection(*SEARCH_SECTION, text=SEARCH_GUIDANCE))
-            yield ctx.tools.register(
-                Tool(
-                    name="web_search",
-                    description=SEARCH_DESCRIPTION,
-                    parameters=WebSearchArgs,
-                    execute=self.web_search,
-                )
-            )
+            # Subscribe first, then look: a provider registered in between is not missed.
+            yield ctx.on("web/provider-added", self._follow)
+            yield ctx.on("web/provider-removed", self._follow)
+            yield ctx.on("deployment/check", self._check)
+            yield self._unmount_search
+            self._follow("search")
         if config.fetch:
             yield ctx.system_prompt.section(PromptSection(*FETCH_SECTION, text=FETCH_GUIDANCE))
             yield ctx.tools.register(
@@ -61,6 +73,44 @@ class ToolWeb(Plugin):
                     execute=self.web_fetch,
                 )
             )
+
+    # -- following the search providers -----------------------------------------------
+
+    def _follow(self, kind: str, provider: Any = None) -> None:
+        if kind != "search":
+            return
+        if not self.ctx.web.has_provider("search"):
+            self._unmount_search()
+        elif self._search is None:
+            with contextlib.suppress(InactiveContextError):  # unloading: mount nothing
+                self._mount_search()
+
+    def _mount_search(self) -> None:
+        ctx = self.ctx
+
+        def body() -> Iterator[Disposer]:
+            yield ctx.system_prompt.section(PromptSection(*SEARCH_SECTION, text=SEARCH_GUIDANCE))
+            yield ctx.tools.register(
+                Tool(
+                    name="web_search",
+                    description=SEARCH_DESCRIPTION,
+                    parameters=WebSearchArgs,
+                    execute=self.web_search,
+                )
+            )
+
+        self._search = ctx.effect(body, label="web_search")
+
+    def _unmount_search(self) -> None:
+        mounted, self._search = self._search, None
+        if mounted is not None:
+            mounted()
+
+    def _check(self, report: CheckReport) -> None:
+        if self._search is None:
+            entry = self.ctx.fiber.entry
+            where = f"{entry.locate(('search',))}: " if entry is not None else ""
+            report.warn(f"{where}{NOT_OFFERED}")
 
     async def web_fetch(self, args: WebFetchArgs, call: ToolCall) -> str:
         """The ``web_fetch`` tool; the provider's errors become error results."""

@@ -19,7 +19,7 @@ from ._errors import (
     WebTooManyRedirectsError,
     WebUnsupportedContentTypeError,
 )
-from ._service import Web, WebConfig
+from ._service import Web, WebConfig, WebSpecs
 from ._types import FetchProvider, FetchResult, SearchHit, SearchProvider, SearchResult
 
 plugin = Web
@@ -40,6 +40,7 @@ __all__ = [
     "WebProviderError",
     "WebProviderUnavailableError",
     "WebSearchError",
+    "WebSpecs",
     "WebTimeoutError",
     "WebTooManyRedirectsError",
     "WebUnsupportedContentTypeError",

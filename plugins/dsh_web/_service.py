@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from dsh import Context, Disposer, Service
+from dsh import CheckReport, Context, Disposer, Service, hookspec
+from dsh_agent import AgentSpecs
 
 from ._errors import WebProviderAmbiguousError, WebProviderError, WebProviderUnavailableError
 from ._types import FetchProvider, FetchResult, SearchProvider, SearchResult
 
-__all__ = ["Web", "WebConfig"]
+__all__ = ["Web", "WebConfig", "WebSpecs"]
+
+#: The two kinds of provider.
+Kind = Literal["fetch", "search"]
 
 ProviderT = TypeVar("ProviderT", FetchProvider, SearchProvider)
 
@@ -30,6 +34,19 @@ class WebConfig(BaseModel):
     search_provider: ProviderId | None = None
 
 
+class WebSpecs:
+    """The events owned by the web service."""
+
+    @hookspec
+    def web_provider_added(self, kind: str, provider: Any) -> None:
+        """A ``kind`` (``"fetch"`` or ``"search"``) provider was registered; a listener
+        that raises undoes the registration."""
+
+    @hookspec
+    def web_provider_removed(self, kind: str, provider_id: str) -> None:
+        """The ``kind`` provider ``provider_id`` was unregistered."""
+
+
 class Web(Service):
     """Fetch and search providers, and the one each call goes to (ctx key ``web``).
 
@@ -42,6 +59,7 @@ class Web(Service):
     key = "web"
     name = "web"
     Config = WebConfig
+    hookspecs = WebSpecs
 
     config: WebConfig
 
@@ -49,6 +67,43 @@ class Web(Service):
         super().__init__(ctx, config)
         self._fetchers: dict[str, FetchProvider] = {}
         self._searchers: dict[str, SearchProvider] = {}
+        self._told = False
+
+    def setup(self) -> Iterator[Disposer]:
+        ctx = self.home_ctx
+        yield ctx.on("deployment/check", self._check)
+        # Declared by the agent registry too (idempotent): whichever loads first.
+        ctx.events.add_hookspecs(AgentSpecs)
+        yield ctx.on("agent/status", self._running)
+
+    # -- names that point nowhere -------------------------------------------------------
+
+    def unregistered(self) -> list[str]:
+        """One line per configured provider id that is not registered, located at its
+        config key: ``<file>:<line>: web fetch_provider "<id>" is not registered;
+        known: <ids>``."""
+        entry = self.home_ctx.fiber.entry
+        lines = []
+        for kind, registry in (("fetch", self._fetchers), ("search", self._searchers)):
+            key = f"{kind}_provider"
+            wanted = getattr(self.config, key)
+            if wanted is None or wanted in registry:
+                continue
+            where = f"{entry.locate((key,))}: " if entry is not None else ""
+            known = ", ".join(sorted(registry)) or "(none)"
+            lines.append(f'{where}web {key} "{wanted}" is not registered; known: {known}')
+        return lines
+
+    def _check(self, report: CheckReport) -> None:
+        for line in self.unregistered():
+            report.fail(line)
+
+    def _running(self, agent: Any, status: str) -> None:
+        """The first turn of the run: say what ``dsh check`` says, once."""
+        if status == "running" and not self._told:
+            self._told = True
+            for line in self.unregistered():
+                self.home_ctx.logger.error("%s", line)
 
     # -- registration -------------------------------------------------------------------
 
@@ -79,14 +134,17 @@ class Web(Service):
             )
         if provider_id in registry:
             raise WebProviderError(f'a web {kind} provider "{provider_id}" is already registered')
+        home = self.home_ctx
 
         def body() -> Iterator[Callable[[], None]]:
             registry[provider_id] = provider
 
             def remove() -> None:
                 del registry[provider_id]
+                home.emit("web/provider-removed", kind, provider_id)
 
             yield remove
+            home.emit("web/provider-added", kind, provider)
 
         return self.ctx.effect(body, label=f"web {kind} provider {provider_id}")
 
@@ -99,6 +157,13 @@ class Web(Service):
     def search_providers(self) -> list[SearchProvider]:
         """The registered search providers, in registration order."""
         return list(self._searchers.values())
+
+    def has_provider(self, kind: Kind) -> bool:
+        """Whether a ``kind`` call has a provider to go to: the configured one is
+        registered, or (none configured) any is."""
+        registry: dict[str, Any] = self._fetchers if kind == "fetch" else self._searchers
+        configured = getattr(self.config, f"{kind}_provider")
+        return configured in registry if configured is not None else bool(registry)
 
     def fetch_provider(self) -> FetchProvider:
         """The fetch provider a fetch goes to (see :class:`Web`); raises

@@ -159,7 +159,8 @@ class FencedBackend(httpcore.AsyncNetworkBackend):
                     where = host if str(address) == host else f"{host} ({address})"
                     raise WebBlockedUrlError(
                         f"refusing to connect to {where}: loopback, private, link-local and "
-                        "metadata addresses are not fetched"
+                        "metadata addresses are not fetched (set allow_private: true on "
+                        "web-fetch to fetch them)"
                     )
 
         async def connect(address: Address) -> httpcore.AsyncNetworkStream:

@@ -8,7 +8,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from dsh import ConfigError, Context, DeploymentError, Disposer, Plugin, load_deployment
+from dsh import ConfigError, Context, DeploymentError, Disposer, Plugin, cli, load_deployment
 from dsh.testing import write_deployment
 from dsh_approval import (
     Approval,
@@ -18,6 +18,7 @@ from dsh_approval import (
 )
 from dsh_system_prompt import SystemPrompt
 from dsh_tools import Tool, ToolCall, Tools
+from tests.plugins.stdio_agent.stdio_support import shell_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -166,13 +167,24 @@ async def test_the_responder_goes_with_the_plugin_that_set_it() -> None:
         assert await approval.request(ASK) is False
 
 
-async def test_require_raises_the_denial() -> None:
+@pytest.mark.parametrize(
+    ("policy", "message", "by"),
+    [
+        ("deny", "refused by the approval policy (deny): bash: rm -rf build", "deny"),
+        # A person's no keeps its wording.
+        ("ask", "the user declined: bash: rm -rf build", None),
+    ],
+)
+async def test_require_raises_the_denial_naming_who_refused(
+    policy: str, message: str, by: str | None
+) -> None:
     async with Context() as root:
-        await root.plugin(Approval, {"policy": "deny"})
+        await root.plugin(Approval, {"policy": policy})
+        root.approval.set_responder(lambda request: False)
         with pytest.raises(ApprovalDeniedError) as info:
             await root.approval.require(ASK)
     error = info.value
-    assert str(error) == "the user declined: bash: rm -rf build"
+    assert (str(error), error.policy) == (message, by)
     assert error.code == "APPROVAL_DENIED"
     assert error.request is ASK
     assert isinstance(error, PermissionError)
@@ -197,7 +209,7 @@ async def test_a_tool_that_is_declined_gets_an_error_result() -> None:
         )
         result = await root.tools.execute("edit", "{}", ToolCall("c1"))
     assert (result.content, result.is_error, result.code) == (
-        "Error: the user declined: edit notes.txt",
+        "Error: refused by the approval policy (deny): edit notes.txt",
         True,
         "APPROVAL_DENIED",
     )
@@ -238,3 +250,14 @@ async def test_mounting_and_disposing_restores_the_services() -> None:
         assert root.get("approval") is not None
         await fiber.dispose()
         assert root.get("approval") is None
+
+
+def test_dsh_run_with_policy_deny_says_the_policy_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = shell_deployment(tmp_path)
+    path.write_text(path.read_text().replace("policy: ask", "policy: deny"))
+    assert cli.main(["run", str(path), "-p", "go"]) == 0
+    assert capsys.readouterr().out == (
+        "result: Error: refused by the approval policy (deny): bash: printf ALLOWED\n"
+    )

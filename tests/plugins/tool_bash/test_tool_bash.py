@@ -266,7 +266,7 @@ async def test_a_declined_command_does_not_run(tmp_path: Path) -> None:
         await root.plugin(ToolBash)
         done = await bash(root, command=f"touch {marker}")
     assert (done.is_error, done.code) == (True, "APPROVAL_DENIED")
-    assert done.content == f"Error: the user declined: bash: touch {marker}"
+    assert done.content == f"Error: refused by the approval policy (deny): bash: touch {marker}"
     assert not marker.exists()
 
 

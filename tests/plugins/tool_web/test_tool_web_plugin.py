@@ -58,7 +58,7 @@ async def test_both_tools_and_their_guidance_by_default() -> None:
 async def test_a_disabled_tool_is_not_registered(
     config: dict[str, bool], sections: list[tuple[str, int]], tools: list[str]
 ) -> None:
-    async with web_tools(StubFetcher(), **config) as web:
+    async with web_tools(StubFetcher(), StubSearcher(), **config) as web:
         assert shown(await web.root.system_prompt.assemble()) == (sections, tools)
 
 

@@ -133,15 +133,6 @@ async def test_the_first_failing_query_fails_the_call() -> None:
     )
 
 
-async def test_without_a_search_provider_the_tool_is_there_and_fails() -> None:
-    async with web_tools() as web:
-        result = await web.call("web_search", {"queries": ["q"]})
-    assert (result.content, result.code) == (
-        "Error: no web search provider is registered",
-        "WEB_PROVIDER_UNAVAILABLE",
-    )
-
-
 async def test_two_unconfigured_providers_are_ambiguous() -> None:
     async with web_tools(StubSearcher("x"), StubSearcher("y")) as web:
         result = await web.call("web_search", {"queries": ["q"]})

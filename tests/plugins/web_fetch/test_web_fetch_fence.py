@@ -146,7 +146,7 @@ async def test_an_address_in_any_spelling_is_refused_unresolved_and_unconnected(
             await web.fetch(url)
     assert str(info.value) == (
         f"refusing to connect to {shown}: loopback, private, link-local and metadata "
-        "addresses are not fetched"
+        "addresses are not fetched (set allow_private: true on web-fetch to fetch them)"
     )
     assert network.looked_up == []  # read as an address: no resolver, no DNS query
     assert network.attempts == []

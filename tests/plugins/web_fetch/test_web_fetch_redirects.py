@@ -99,7 +99,8 @@ async def test_a_redirect_into_the_network_is_refused_before_connecting(site: Si
     assert first.content == "# Public\n"
     assert str(info.value) == (
         "refusing to connect to intranet.test (10.20.30.40): loopback, private, link-local "
-        "and metadata addresses are not fetched"
+        "and metadata addresses are not fetched (set allow_private: true on web-fetch to "
+        "fetch them)"
     )
     assert network.looked_up == ["www.site.test", "intranet.test"]
     assert network.attempts == [(PUBLIC, 80)]  # one connection, kept alive for both
