@@ -10,7 +10,7 @@ from typing import Any
 
 from ._config import validate_config
 from ._context import Context
-from ._errors import ConfigError, DshError, DuplicateNameError
+from ._errors import ConfigError, DshError, DuplicateNameError, ServiceConflictError
 from ._fiber import Fiber, FiberState
 from ._plugin import Plugin, plugin_spec
 from ._resolve import resolve_plugin
@@ -120,15 +120,74 @@ async def _settle(fibers: dict[str, Fiber]) -> None:
             await fiber.settled()
 
 
+def _report(fibers: dict[str, Fiber], by_id: dict[str, EntrySpec]) -> list[str]:
+    """One line per problem of the settled entries.
+
+    Two entries claiming one name (a service, a tool...) make one line naming both,
+    whichever of them failed on it: what else fails in those entries, and every entry
+    left waiting for a service (the disposed entries took theirs away), follows from it.
+    """
+    claims: dict[tuple[Fiber, Fiber, str], set[str]] = {}
+    for fiber in fibers.values():
+        claim = _claim(fiber)
+        if claim is not None:
+            first, second, kind, name = claim
+            claims.setdefault((first, second, kind), set()).add(name)
+    involved = {member for first, second, _ in claims for member in (first, second)}
+    lines = [
+        _conflict(first, second, kind, names) for (first, second, kind), names in claims.items()
+    ]
+    for entry_id, fiber in fibers.items():
+        if fiber in involved or (claims and fiber.state is FiberState.PENDING):
+            continue
+        problem = _failure(fiber, by_id[entry_id])
+        if problem is not None:
+            lines.append(problem)
+    return lines
+
+
+def _claim(fiber: Fiber) -> tuple[Fiber, Fiber, str, str] | None:
+    """``(earlier entry, later entry, kind, name)`` when ``fiber`` failed because two
+    entries claimed one name; None otherwise."""
+    if fiber.state is not FiberState.FAILED:
+        return None
+    error = fiber.error
+    if isinstance(error, DuplicateNameError):
+        kind, name = error.kind, error.name
+    elif isinstance(error, ServiceConflictError):
+        kind, name = "service", error.key
+    else:
+        return None
+    holder, claimant = _entry_of(error.holder), _entry_of(error.claimant)
+    if holder is None or claimant is None or holder is claimant:
+        return None  # not two entries of a deployment: the error says it as it is
+    first, second = sorted((holder, claimant), key=lambda f: f.uid)
+    return first, second, kind, name
+
+
+def _entry_of(owner: object) -> Fiber | None:
+    return owner.entry_fiber() if isinstance(owner, Fiber) else None
+
+
+def _conflict(first: Fiber, second: Fiber, kind: str, names: set[str]) -> str:
+    """The line of two entries claiming ``names``: about the later entry, naming both,
+    whichever of the two loaded first and so got the names."""
+    assert first.entry is not None
+    assert second.entry is not None
+    verb = "provides" if kind == "service" else "registers"
+    what = kind if len(names) == 1 else f"{kind}s"
+    quoted = ", ".join(f'"{name}"' for name in sorted(names))
+    return (
+        f'{second.entry.where}: plugin "{second.name}" {verb} {what} {quoted}, '
+        f"which {first.describe()} {verb} too"
+    )
+
+
 def _failure(fiber: Fiber, entry: EntrySpec) -> str | None:
     if fiber.state is FiberState.FAILED:
         error = fiber.error
         if isinstance(error, ConfigError):
             return str(error)
-        if isinstance(error, DuplicateNameError):
-            conflict = _conflict(error)
-            if conflict is not None:
-                return conflict
         return f'{entry.where}: plugin "{fiber.name}" failed: {type(error).__name__}: {error}'
     if fiber.state is FiberState.PENDING:
         assert fiber.spec is not None
@@ -139,19 +198,6 @@ def _failure(fiber: Fiber, entry: EntrySpec) -> str | None:
             "that no active plugin provides"
         )
     return None
-
-
-def _conflict(error: DuplicateNameError) -> str | None:
-    """One line for two plugins claiming one name, naming both and blaming the later
-    deployment entry, whichever of the two loaded first and so got the name."""
-    pair = [error.holder, error.claimant]
-    if not all(isinstance(f, Fiber) and f.entry is not None for f in pair):
-        return None  # not two entries of a deployment: the error says it as it is
-    first, second = sorted(pair, key=lambda f: f.uid)
-    return (
-        f'{second.entry.where}: plugin "{second.name}" registers {error.kind} '
-        f'"{error.name}", which {first.describe()} registers too'
-    )
 
 
 async def load_deployment(
@@ -175,10 +221,7 @@ async def load_deployment(
     await deployment
     await _settle(fibers)
     by_id = {item.entry.id: item.entry for item in _walk(plan)}
-    for entry_id, fiber in fibers.items():
-        problem = _failure(fiber, by_id[entry_id])
-        if problem is not None:
-            failures.append(problem)
+    failures = _report(fibers, by_id)
     if failures:
         await deployment.dispose()
         raise deployment_error(file, failures)
