@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,24 @@ from ._plugin import Plugin, plugin_spec
 from ._resolve import resolve_plugin
 from ._yaml import EntrySpec, deployment_error, line_of, parse_deployment, resolve_env
 
-__all__ = ["Deployment", "load_deployment"]
+__all__ = ["Deployment", "leave_out_unset_env", "load_deployment"]
+
+#: Whether ``load_deployment`` leaves out entries whose ``!env`` variables are unset.
+_LEAVE_OUT_UNSET = ContextVar("dsh_leave_out_unset_env", default=False)
+
+
+@contextlib.contextmanager
+def leave_out_unset_env() -> Iterator[None]:
+    """Within the block, :func:`load_deployment` leaves out an entry whose ``!env``
+    variable is unset (with no default) instead of failing: for a command that uses
+    nothing such a variable holds (``dsh sessions`` needs no model credentials). The
+    deployment's ``instance.left_out`` has one located line per variable; when the load
+    fails anyway, those lines come first in its error."""
+    token = _LEAVE_OUT_UNSET.set(True)
+    try:
+        yield
+    finally:
+        _LEAVE_OUT_UNSET.reset(token)
 
 
 class _Entry:
@@ -45,11 +64,14 @@ class _Planned:
 
 
 class Deployment(Plugin):
-    """The fiber of one deployment file; ``fibers`` maps entry ids to their fibers."""
+    """The fiber of one deployment file; ``fibers`` maps entry ids to their fibers,
+    ``left_out`` says which entries :func:`leave_out_unset_env` left out and why."""
 
-    def __init__(self, ctx: Context, config: tuple[list[_Planned], dict[str, Fiber]]) -> None:
+    def __init__(
+        self, ctx: Context, config: tuple[list[_Planned], dict[str, Fiber], list[str]]
+    ) -> None:
         super().__init__(ctx, config)
-        self.plan, self.fibers = config
+        self.plan, self.fibers, self.left_out = config
 
     def setup(self) -> None:
         _start(self.ctx, self.plan, self.fibers)
@@ -76,15 +98,25 @@ def _start(ctx: Context, plan: list[_Planned], fibers: dict[str, Fiber]) -> None
             )
 
 
+@dataclass
+class _Findings:
+    """What planning found: ``failures`` fail the load; ``left_out`` has the unset
+    ``!env`` variables of the entries :func:`leave_out_unset_env` left out."""
+
+    failures: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
 def _plan(
-    entries: list[EntrySpec], base: Path, environ: Mapping[str, str], failures: list[str]
+    entries: list[EntrySpec], base: Path, environ: Mapping[str, str], found: _Findings
 ) -> list[_Planned]:
+    failures = found.failures
     plan: list[_Planned] = []
     for entry in entries:
         if entry.disabled:
             continue
         if entry.group:
-            plan.append(_Planned(entry, children=_plan(entry.children, base, environ, failures)))
+            plan.append(_Planned(entry, children=_plan(entry.children, base, environ, found)))
             continue
         assert entry.name is not None
         try:
@@ -99,6 +131,11 @@ def _plan(
             continue
         try:
             config = resolve_env(entry.config, entry, environ)
+        except ConfigError as exc:
+            unset = found.left_out if _LEAVE_OUT_UNSET.get() else found.failures
+            unset.extend(str(exc).splitlines())
+            continue
+        try:
             # Validated now so that one run reports every bad config; the fiber
             # validates again when it activates.
             validate_config(spec.config_model, config, spec.name, _Entry(entry))
@@ -212,19 +249,21 @@ async def load_deployment(
     """
     file = Path(path)
     entries = parse_deployment(file)
-    failures: list[str] = []
-    plan = _plan(entries, file.parent, os.environ if environ is None else environ, failures)
-    if failures:
-        raise deployment_error(file, failures)
+    found = _Findings()
+    plan = _plan(entries, file.parent, os.environ if environ is None else environ, found)
+    if found.failures:
+        raise deployment_error(file, found.left_out + found.failures)
     fibers: dict[str, Fiber] = {}
-    deployment = ctx._plugin(Deployment, (plan, fibers), name=f"deployment:{file.name}")
+    deployment = ctx._plugin(
+        Deployment, (plan, fibers, found.left_out), name=f"deployment:{file.name}"
+    )
     await deployment
     await _settle(fibers)
     by_id = {item.entry.id: item.entry for item in _walk(plan)}
     failures = _report(fibers, by_id)
     if failures:
         await deployment.dispose()
-        raise deployment_error(file, failures)
+        raise deployment_error(file, found.left_out + failures)
     return deployment
 
 
