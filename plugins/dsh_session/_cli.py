@@ -30,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
     async def list_sessions(root: Context, deployment: Fiber) -> int:
         for line in deployment.instance.left_out:
             print(
-                f"warning: {line}: the entry is left out (listing sessions does not use it)",
+                f"warning: {line}: the entry is left out (dsh sessions calls no model)",
                 file=sys.stderr,
             )
         store = root.get("sessions")

@@ -190,12 +190,27 @@ def test_two_agent_core_entries_are_one_problem_naming_both(
     ), captured.err
 
 
+THING = "from dsh import Service\n\n\nclass Thing(Service):\n    key = name = 'thing'\n"
+
+
+async def test_two_entries_providing_one_service_are_one_line_about_the_later(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "thing.py").write_text(THING)
+    path = write_deployment(
+        tmp_path, "- {id: one, name: ./thing.py}\n- {id: two, name: ./thing.py}\n"
+    )
+    for _ in range(5):
+        assert await load_failures(path) == [
+            f'{path}:2: entry \'two\': plugin "thing" provides service "thing", '
+            f"which plugin \"thing\" ({path}:1: entry 'one') provides too"
+        ]
+
+
 async def test_a_service_taken_outside_the_deployment_is_reported_as_it_is(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "thing.py").write_text(
-        "from dsh import Service\n\n\nclass Thing(Service):\n    key = name = 'thing'\n"
-    )
+    (tmp_path / "thing.py").write_text(THING)
     path = write_deployment(tmp_path, "- {id: thing, name: ./thing.py}\n")
     plugin, _ = resolve_plugin("./thing.py", tmp_path)
     async with Context() as root:

@@ -67,7 +67,7 @@ def test_listing_needs_no_model_credentials_but_check_and_run_do(
     assert cli.main(["sessions", str(example)]) == 0
     assert capsys.readouterr() == (
         "no stored sessions\n",
-        f"warning: {unset}: the entry is left out (listing sessions does not use it)\n",
+        f"warning: {unset}: the entry is left out (dsh sessions calls no model)\n",
     )
     for command in (["check", str(example)], ["run", str(example), "-p", "hi"]):
         assert cli.main(command) == 1
