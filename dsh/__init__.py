@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         run_deployment_command,
     )
     from ._config import EntryInfo, validate_config
-    from ._deployment import load_deployment
+    from ._deployment import leave_out_unset_env, load_deployment
     from ._report import CheckReport
 
 __all__ = [
@@ -77,6 +77,7 @@ __all__ = [
     "deployment_file",
     "hookimpl",
     "hookspec",
+    "leave_out_unset_env",
     "load_deployment",
     "run_deployment_command",
     "validate_config",
@@ -86,7 +87,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """Names whose modules ``import dsh`` leaves alone until first use: deployments
     bring YAML, pydantic and the entry points; commands argparse and more."""
-    if name == "load_deployment":
+    if name in ("leave_out_unset_env", "load_deployment"):
         from . import _deployment as module
     elif name in (
         "DEFAULT_DEPLOYMENT",

@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._config import validate_config
 from ._context import Context
-from ._errors import ConfigError, DshError, DuplicateNameError
+from ._errors import ConfigError, DshError, DuplicateNameError, ServiceConflictError
 from ._fiber import Fiber, FiberState
 from ._plugin import Plugin, plugin_spec
 from ._resolve import resolve_plugin
 from ._yaml import EntrySpec, deployment_error, line_of, parse_deployment, resolve_env
 
-__all__ = ["Deployment", "load_deployment"]
+__all__ = ["Deployment", "leave_out_unset_env", "load_deployment"]
+
+#: Whether ``load_deployment`` leaves out entries whose ``!env`` variables are unset.
+_LEAVE_OUT_UNSET = ContextVar("dsh_leave_out_unset_env", default=False)
+
+
+@contextlib.contextmanager
+def leave_out_unset_env() -> Iterator[None]:
+    """Within the block, :func:`load_deployment` leaves out an entry whose ``!env``
+    variable is unset (with no default) instead of failing: for a command that uses
+    nothing such a variable holds (``dsh sessions`` needs no model credentials). The
+    deployment's ``instance.left_out`` has one located line per variable; when the load
+    fails anyway, those lines come first in its error."""
+    token = _LEAVE_OUT_UNSET.set(True)
+    try:
+        yield
+    finally:
+        _LEAVE_OUT_UNSET.reset(token)
 
 
 class _Entry:
@@ -45,11 +64,14 @@ class _Planned:
 
 
 class Deployment(Plugin):
-    """The fiber of one deployment file; ``fibers`` maps entry ids to their fibers."""
+    """The fiber of one deployment file; ``fibers`` maps entry ids to their fibers,
+    ``left_out`` says which entries :func:`leave_out_unset_env` left out and why."""
 
-    def __init__(self, ctx: Context, config: tuple[list[_Planned], dict[str, Fiber]]) -> None:
+    def __init__(
+        self, ctx: Context, config: tuple[list[_Planned], dict[str, Fiber], list[str]]
+    ) -> None:
         super().__init__(ctx, config)
-        self.plan, self.fibers = config
+        self.plan, self.fibers, self.left_out = config
 
     def setup(self) -> None:
         _start(self.ctx, self.plan, self.fibers)
@@ -76,15 +98,25 @@ def _start(ctx: Context, plan: list[_Planned], fibers: dict[str, Fiber]) -> None
             )
 
 
+@dataclass
+class _Findings:
+    """What planning found: ``failures`` fail the load; ``left_out`` has the unset
+    ``!env`` variables of the entries :func:`leave_out_unset_env` left out."""
+
+    failures: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
 def _plan(
-    entries: list[EntrySpec], base: Path, environ: Mapping[str, str], failures: list[str]
+    entries: list[EntrySpec], base: Path, environ: Mapping[str, str], found: _Findings
 ) -> list[_Planned]:
+    failures = found.failures
     plan: list[_Planned] = []
     for entry in entries:
         if entry.disabled:
             continue
         if entry.group:
-            plan.append(_Planned(entry, children=_plan(entry.children, base, environ, failures)))
+            plan.append(_Planned(entry, children=_plan(entry.children, base, environ, found)))
             continue
         assert entry.name is not None
         try:
@@ -99,6 +131,11 @@ def _plan(
             continue
         try:
             config = resolve_env(entry.config, entry, environ)
+        except ConfigError as exc:
+            unset = found.left_out if _LEAVE_OUT_UNSET.get() else found.failures
+            unset.extend(str(exc).splitlines())
+            continue
+        try:
             # Validated now so that one run reports every bad config; the fiber
             # validates again when it activates.
             validate_config(spec.config_model, config, spec.name, _Entry(entry))
@@ -120,15 +157,74 @@ async def _settle(fibers: dict[str, Fiber]) -> None:
             await fiber.settled()
 
 
+def _report(fibers: dict[str, Fiber], by_id: dict[str, EntrySpec]) -> list[str]:
+    """One line per problem of the settled entries.
+
+    Two entries claiming one name (a service, a tool...) make one line naming both,
+    whichever of them failed on it: what else fails in those entries, and every entry
+    left waiting for a service (the disposed entries took theirs away), follows from it.
+    """
+    claims: dict[tuple[Fiber, Fiber, str], set[str]] = {}
+    for fiber in fibers.values():
+        claim = _claim(fiber)
+        if claim is not None:
+            first, second, kind, name = claim
+            claims.setdefault((first, second, kind), set()).add(name)
+    involved = {member for first, second, _ in claims for member in (first, second)}
+    lines = [
+        _conflict(first, second, kind, names) for (first, second, kind), names in claims.items()
+    ]
+    for entry_id, fiber in fibers.items():
+        if fiber in involved or (claims and fiber.state is FiberState.PENDING):
+            continue
+        problem = _failure(fiber, by_id[entry_id])
+        if problem is not None:
+            lines.append(problem)
+    return lines
+
+
+def _claim(fiber: Fiber) -> tuple[Fiber, Fiber, str, str] | None:
+    """``(earlier entry, later entry, kind, name)`` when ``fiber`` failed because two
+    entries claimed one name; None otherwise."""
+    if fiber.state is not FiberState.FAILED:
+        return None
+    error = fiber.error
+    if isinstance(error, DuplicateNameError):
+        kind, name = error.kind, error.name
+    elif isinstance(error, ServiceConflictError):
+        kind, name = "service", error.key
+    else:
+        return None
+    holder, claimant = _entry_of(error.holder), _entry_of(error.claimant)
+    if holder is None or claimant is None or holder is claimant:
+        return None  # not two entries of a deployment: the error says it as it is
+    first, second = sorted((holder, claimant), key=lambda f: f.uid)
+    return first, second, kind, name
+
+
+def _entry_of(owner: object) -> Fiber | None:
+    return owner.entry_fiber() if isinstance(owner, Fiber) else None
+
+
+def _conflict(first: Fiber, second: Fiber, kind: str, names: set[str]) -> str:
+    """The line of two entries claiming ``names``: about the later entry, naming both,
+    whichever of the two loaded first and so got the names."""
+    assert first.entry is not None
+    assert second.entry is not None
+    verb = "provides" if kind == "service" else "registers"
+    what = kind if len(names) == 1 else f"{kind}s"
+    quoted = ", ".join(f'"{name}"' for name in sorted(names))
+    return (
+        f'{second.entry.where}: plugin "{second.name}" {verb} {what} {quoted}, '
+        f"which {first.describe()} {verb} too"
+    )
+
+
 def _failure(fiber: Fiber, entry: EntrySpec) -> str | None:
     if fiber.state is FiberState.FAILED:
         error = fiber.error
         if isinstance(error, ConfigError):
             return str(error)
-        if isinstance(error, DuplicateNameError):
-            conflict = _conflict(error)
-            if conflict is not None:
-                return conflict
         return f'{entry.where}: plugin "{fiber.name}" failed: {type(error).__name__}: {error}'
     if fiber.state is FiberState.PENDING:
         assert fiber.spec is not None
@@ -139,19 +235,6 @@ def _failure(fiber: Fiber, entry: EntrySpec) -> str | None:
             "that no active plugin provides"
         )
     return None
-
-
-def _conflict(error: DuplicateNameError) -> str | None:
-    """One line for two plugins claiming one name, naming both and blaming the later
-    deployment entry, whichever of the two loaded first and so got the name."""
-    pair = [error.holder, error.claimant]
-    if not all(isinstance(f, Fiber) and f.entry is not None for f in pair):
-        return None  # not two entries of a deployment: the error says it as it is
-    first, second = sorted(pair, key=lambda f: f.uid)
-    return (
-        f'{second.entry.where}: plugin "{second.name}" registers {error.kind} '
-        f'"{error.name}", which {first.describe()} registers too'
-    )
 
 
 async def load_deployment(
@@ -166,22 +249,21 @@ async def load_deployment(
     """
     file = Path(path)
     entries = parse_deployment(file)
-    failures: list[str] = []
-    plan = _plan(entries, file.parent, os.environ if environ is None else environ, failures)
-    if failures:
-        raise deployment_error(file, failures)
+    found = _Findings()
+    plan = _plan(entries, file.parent, os.environ if environ is None else environ, found)
+    if found.failures:
+        raise deployment_error(file, found.left_out + found.failures)
     fibers: dict[str, Fiber] = {}
-    deployment = ctx._plugin(Deployment, (plan, fibers), name=f"deployment:{file.name}")
+    deployment = ctx._plugin(
+        Deployment, (plan, fibers, found.left_out), name=f"deployment:{file.name}"
+    )
     await deployment
     await _settle(fibers)
     by_id = {item.entry.id: item.entry for item in _walk(plan)}
-    for entry_id, fiber in fibers.items():
-        problem = _failure(fiber, by_id[entry_id])
-        if problem is not None:
-            failures.append(problem)
+    failures = _report(fibers, by_id)
     if failures:
         await deployment.dispose()
-        raise deployment_error(file, failures)
+        raise deployment_error(file, found.left_out + failures)
     return deployment
 
 

@@ -99,9 +99,22 @@ class ServiceNotFoundError(DshError, AttributeError):
 
 
 class ServiceConflictError(DshError, RuntimeError):
-    """A second provider tried to provide a service key that is taken."""
+    """A second provider tried to provide a service key that is taken.
+
+    ``key`` is the service key, ``holder`` the fiber that provides it, ``claimant`` the
+    one that tried to provide it too (either may be None when unknown). A deployment
+    reports the conflict once, against the later of the two entries.
+    """
 
     code = "SERVICE_CONFLICT"
+
+    def __init__(
+        self, message: str, *, key: str = "", holder: Any = None, claimant: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.key = key
+        self.holder = holder
+        self.claimant = claimant
 
 
 class UnknownEventError(DshError, LookupError):

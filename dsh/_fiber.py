@@ -120,6 +120,14 @@ class Fiber:
         where = "" if self.entry is None else f" ({self.entry.where})"
         return f'plugin "{self.name}"{where}'
 
+    def entry_fiber(self) -> Fiber | None:
+        """The fiber of the deployment entry this plugin is part of: itself when a
+        deployment started it, else the nearest such ancestor (None when none is)."""
+        fiber: Fiber | None = self
+        while fiber is not None and fiber.entry is None:
+            fiber = fiber.parent
+        return fiber
+
     @property
     def logger(self) -> logging.Logger:
         """The plugin's logger, ``dsh.<plugin-name>`` (made on first use)."""
@@ -419,8 +427,11 @@ class Fiber:
         self.error = exc
         self._failed = epoch
         # A deployment reports its entries' failures itself (one located line
-        # each): its log record is for -v, where the traceback helps.
-        log = self.logger.error if self.entry is None else self.logger.debug
+        # each), and so a part failing while its entry loads, which fails the entry:
+        # their log records are for -v, where the traceback helps.
+        entry = self.entry_fiber()
+        reported = entry is self or (entry is not None and entry.state is FiberState.LOADING)
+        log = self.logger.debug if reported else self.logger.error
         log("plugin %r failed to start", self.name, exc_info=exc)
         self._set_state(FiberState.UNLOADING)
         rest = self._teardown()

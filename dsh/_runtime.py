@@ -162,7 +162,10 @@ class Runtime:
         if taken is not None:
             raise ServiceConflictError(
                 f'service "{key}" is already provided by plugin "{taken.fiber.name}"; '
-                f'plugin "{fiber.name}" cannot provide it too'
+                f'plugin "{fiber.name}" cannot provide it too',
+                key=key,
+                holder=taken.fiber,
+                claimant=fiber,
             )
         self._slots[key] = _Provision(value, fiber)
         fiber.provides.append(key)

@@ -11,6 +11,7 @@ from dsh import (
     Fiber,
     add_deployment_argument,
     deployment_file,
+    leave_out_unset_env,
     run_deployment_command,
 )
 
@@ -27,6 +28,11 @@ def _run(args: argparse.Namespace) -> int:
     path = deployment_file(args.file, "sessions")
 
     async def list_sessions(root: Context, deployment: Fiber) -> int:
+        for line in deployment.instance.left_out:
+            print(
+                f"warning: {line}: the entry is left out (dsh sessions calls no model)",
+                file=sys.stderr,
+            )
         store = root.get("sessions")
         if store is None or not root.events.event("session/list").listeners():
             print(
@@ -41,7 +47,9 @@ def _run(args: argparse.Namespace) -> int:
             print(describe_session(item))
         return 0
 
-    return run_deployment_command(path, list_sessions)
+    # Listing calls no model: a model's credentials need not be set.
+    with leave_out_unset_env():
+        return run_deployment_command(path, list_sessions)
 
 
 #: ``dsh sessions``, published in the ``dsh.commands`` entry-point group.

@@ -15,7 +15,7 @@ import anyio
 from anyio.abc import TaskStatus
 from pydantic import BaseModel, ConfigDict, Field
 
-from dsh import Context, DshError, Service
+from dsh import Context, Disposer, DshError, Service
 from dsh_agent import Agent, assemble_context_for
 from dsh_session import Session, SessionEvent
 from dsh_system_prompt import render_prompt
@@ -24,6 +24,8 @@ from ._stdin import read_stdin_key, read_stdin_line
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from dsh import CheckReport
 
 __all__ = [
     "CHECKS",
@@ -206,21 +208,47 @@ class StdioAgent(Service):
         """
         agents = self.home_ctx.agents
         known: list[Agent] = agents.list()
-        ids = ", ".join(f'"{a.id}"' for a in known) or "(none)"
         wanted = agent_id if agent_id is not None else self.config.agent
         if wanted is not None:
             agent: Agent | None = agents.get(wanted)
             if agent is None:
-                raise StdioAgentError(f'unknown agent "{wanted}"; known agents: {ids}')
+                raise StdioAgentError(self._unknown(wanted, configured=agent_id is None))
             return agent
         if len(known) == 1:
             return known[0]
         if not known:
             raise StdioAgentError("there is no agent to talk to (declare one in agent-core)")
+        ids = ", ".join(f'"{a.id}"' for a in known)
         raise StdioAgentError(
             f"several agents are running ({ids}): name one "
             '(dsh run --agent ID, or the stdio-agent config key "agent")'
         )
+
+    def _unknown(self, wanted: str, *, configured: bool) -> str:
+        """The message for agent ``wanted``, which no live agent is: located at the
+        config key when it comes from the ``agent`` key of a deployment entry."""
+        ids = ", ".join(f'"{a.id}"' for a in self.home_ctx.agents.list()) or "(none)"
+        if not configured:
+            return f'unknown agent "{wanted}"; known agents: {ids}'
+        entry = self.home_ctx.fiber.entry
+        where = "" if entry is None else f"{entry.locate(('agent',))}: "
+        return f'{where}stdio-agent: agent "{wanted}" is not declared; known agents: {ids}'
+
+    def _check_served(self, model: str) -> None:
+        """Refuse ``model`` when no adapter serves it, before the run records anything."""
+        served: list[str] = self.home_ctx.llm.models()
+        if model not in served:
+            known = ", ".join(f'"{m}"' for m in served) or "(none)"
+            raise StdioAgentError(f'no adapter serves model "{model}"; known models: {known}')
+
+    def setup(self) -> Disposer:
+        return self.ctx.on("deployment/check", self._check)
+
+    def _check(self, report: CheckReport) -> None:
+        """``dsh check``: the configured ``agent`` is one of the deployment's agents."""
+        wanted = self.config.agent
+        if wanted is not None and self.home_ctx.agents.get(wanted) is None:
+            report.fail(self._unknown(wanted, configured=True))
 
     def interrupt(self) -> None:
         """What Ctrl-C does; the SIGINT handler calls this and nothing else.
@@ -276,6 +304,7 @@ class StdioAgent(Service):
         try:
             agent = self.select_agent(agent_id)
             if model is not None:
+                self._check_served(model)
                 agent = await self.home_ctx.agents.switch_model(agent.id, model)
         except DshError as exc:
             err.write(f"{exc}\n")

@@ -274,3 +274,41 @@ def test_public_signature() -> None:
 
     params: dict[str, Any] = dict(inspect.signature(load_deployment).parameters)
     assert list(params) == ["path", "ctx", "environ"]
+
+
+async def test_an_entry_whose_variable_is_unset_can_be_left_out(
+    tmp_path: Path, plugin_log: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DSH_TEST_UNSET", raising=False)
+    provider = (
+        '- {id: provider, name: "./plug.py:Provider", config: {token: !env DSH_TEST_UNSET}}\n'
+    )
+    path = write_deployment(tmp_path, provider + "- {id: fine, name: ./plug.py}\n")
+    unset = f"{path}:1: entry 'provider': environment variable DSH_TEST_UNSET is not set"
+    async with Context() as root:
+        with pytest.raises(DeploymentError) as info:
+            await load_deployment(path, root)
+        assert info.value.failures == [unset]
+        with dsh.leave_out_unset_env():
+            deployment = await load_deployment(path, root)
+        assert deployment.instance.left_out == [unset]
+        assert list(deployment.instance.fibers) == ["fine"]
+        await deployment.dispose()
+        # What fails without the entry is reported after it, as is any other problem.
+        for other, problem in [
+            (
+                '- {id: needy, name: "./plug.py:Needy"}\n',
+                f"{path}:2: entry 'needy': plugin \"Needy\" is waiting for service(s) "
+                '"thing" that no active plugin provides',
+            ),
+            (
+                "- {id: bad, name: ./plug.py, config: {count: many}}\n",
+                'invalid config for plugin "plug"',
+            ),
+        ]:
+            write_deployment(tmp_path, provider + other)
+            with dsh.leave_out_unset_env(), pytest.raises(DeploymentError) as info:
+                await load_deployment(path, root)
+            assert info.value.failures[0] == unset
+            assert info.value.failures[1].startswith(problem)
+            assert len(info.value.failures) == 2

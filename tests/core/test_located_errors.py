@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from dsh import Context, DeploymentError, DuplicateNameError, PluginLoadError, load_deployment
+from dsh import Context, DeploymentError, DuplicateNameError, PluginLoadError, cli, load_deployment
 from dsh._resolve import resolve_plugin
 from dsh.testing import write_deployment
 from dsh_tools import DuplicateToolError
+from tests.support import echo_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -163,3 +165,79 @@ async def test_a_duplicate_name_error_without_owners_is_reported_as_it_is(tmp_pa
     assert await load_failures(path) == [
         f'{path}:1: entry \'r\': plugin "raises" failed: DuplicateNameError: thing "x" is taken'
     ]
+
+
+def test_two_agent_core_entries_are_one_problem_naming_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each bundle fails on whichever of its services the other got first; the model
+    # and the tool then wait for services that went away with them. One line says why.
+    path = echo_deployment(
+        tmp_path,
+        "{model: echo-mock}",
+        "- {id: core-2, name: agent-core, config: {model: echo-mock}}",
+    )
+    assert cli.main(["check", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert re.fullmatch(
+        rf"deployment {re.escape(str(path))} has 1 problem:\n"
+        rf"{re.escape(str(path))}:4: entry 'core-2': plugin \"agent-core\" provides "
+        r'services? "[a-z_]+"(, "[a-z_]+")*, '
+        rf"which plugin \"agent-core\" \({re.escape(str(path))}:2: entry 'agent-core'\) "
+        r"provides too\n",
+        captured.err,
+    ), captured.err
+
+
+THING = "from dsh import Service\n\n\nclass Thing(Service):\n    key = name = 'thing'\n"
+
+
+async def test_two_entries_providing_one_service_are_one_line_about_the_later(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "thing.py").write_text(THING)
+    path = write_deployment(
+        tmp_path, "- {id: one, name: ./thing.py}\n- {id: two, name: ./thing.py}\n"
+    )
+    for _ in range(5):
+        assert await load_failures(path) == [
+            f'{path}:2: entry \'two\': plugin "thing" provides service "thing", '
+            f"which plugin \"thing\" ({path}:1: entry 'one') provides too"
+        ]
+
+
+async def test_a_service_taken_outside_the_deployment_is_reported_as_it_is(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "thing.py").write_text(THING)
+    path = write_deployment(tmp_path, "- {id: thing, name: ./thing.py}\n")
+    plugin, _ = resolve_plugin("./thing.py", tmp_path)
+    async with Context() as root:
+        await root.plugin(plugin)
+        with pytest.raises(DeploymentError) as info:
+            await load_deployment(path, root)
+    assert info.value.failures == [
+        f"{path}:1: entry 'thing': plugin \"thing\" failed: ServiceConflictError: "
+        'service "thing" is already provided by plugin "thing"; plugin "thing" cannot '
+        "provide it too"
+    ]
+
+
+async def test_a_part_failing_after_its_entry_loaded_is_logged_as_an_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # While an entry loads, its parts' failures fail it and its report says so; later
+    # nobody reports them but the log.
+    (tmp_path / "host.py").write_text("def apply(ctx, config):\n    return None\n")
+    path = write_deployment(tmp_path, "- {id: host, name: ./host.py}\n")
+
+    def broken(ctx: Context, config: object) -> None:
+        raise RuntimeError("the part broke")
+
+    async with Context() as root:
+        deployment = await load_deployment(path, root)
+        host = deployment.instance.fibers["host"]
+        with pytest.raises(RuntimeError):
+            await host.ctx.plugin(broken)
+    assert [r.levelname for r in caplog.records if "failed to start" in r.message] == ["ERROR"]

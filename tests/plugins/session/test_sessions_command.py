@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,7 +13,7 @@ from dsh import cli
 from dsh.testing import write_deployment
 from dsh_llm import Usage
 from dsh_session import TITLE_CHARS, describe_session, short_title
-from tests.support import HELLO, echo_deployment, run_dsh, run_dsh_into_closed_pipe
+from tests.support import EXAMPLES, HELLO, echo_deployment, run_dsh, run_dsh_into_closed_pipe
 
 
 def test_sessions_and_resume(
@@ -50,6 +51,27 @@ def test_sessions_and_resume(
     assert "broken  unreadable: " in capsys.readouterr().out
     assert cli.main(["run", str(path), "--resume", "nope", "-p", "hi"]) == 1
     assert 'no stored session "nope"' in capsys.readouterr().err
+
+
+def test_listing_needs_no_model_credentials_but_check_and_run_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.startswith(("DEEPSEEK_", "DSH_")):
+            monkeypatch.delenv(name)
+    example = EXAMPLES / "coding-agent" / "dsh.yml"
+    lines = example.read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if "!env DEEPSEEK_API_KEY" in text)
+    unset = f"{example}:{line}: entry 'llm': environment variable DEEPSEEK_API_KEY is not set"
+    assert cli.main(["sessions", str(example)]) == 0
+    assert capsys.readouterr() == (
+        "no stored sessions\n",
+        f"warning: {unset}: the entry is left out (dsh sessions calls no model)\n",
+    )
+    for command in (["check", str(example)], ["run", str(example), "-p", "hi"]):
+        assert cli.main(command) == 1
+        assert capsys.readouterr() == ("", f"deployment {example} has 1 problem:\n{unset}\n")
 
 
 def test_sessions_describe_open_turns_cwd_title_and_tokens() -> None:

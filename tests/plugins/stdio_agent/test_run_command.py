@@ -72,6 +72,24 @@ def test_run_uses_the_deployment_front_end(
     assert capsys.readouterr().out == "The echo tool returned: from b\n"
 
 
+def test_a_front_end_configured_for_an_undeclared_agent_fails_check_and_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = "- {id: chat, name: stdio-agent, config: {agent: nobody}}\n"
+    path = echo_deployment(tmp_path, TWO_AGENTS, extra)
+    expected = f'{path}:4: stdio-agent: agent "nobody" is not declared; known agents: "a", "b"\n'
+    assert cli.main(["check", str(path)]) == 1
+    assert capsys.readouterr() == ("", expected)
+    assert cli.main(["run", str(path), "-p", "hi"]) == 1
+    assert capsys.readouterr() == ("", expected)
+    # An agent named on the command line is the one talked to.
+    assert cli.main(["run", str(path), "--agent", "b", "-p", "hi"]) == 0
+    assert capsys.readouterr().out == "You said: hi. Try `echo <words>`.\n"
+    path = echo_deployment(tmp_path, TWO_AGENTS, extra.replace("nobody", "b"))
+    assert cli.main(["check", str(path)]) == 0
+    assert capsys.readouterr().out.startswith(f"{path}: ok (4 plugin entries active, ")
+
+
 def test_run_refuses_a_deployment_with_another_front_end(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -90,8 +90,22 @@ def test_model_overrides_the_agents_model_and_the_header_records_it(
     assert capsys.readouterr().out == "The echo tool returned: hi\n"
     assert cli.main(["sessions", str(path)]) == 0
     assert "  agent main  model echo-mock  " in capsys.readouterr().out
-    assert cli.main(["run", str(path), "--model", "unknown-model", "-p", "hi"]) == 1
-    assert "unknown-model" in capsys.readouterr().err
+
+
+def test_a_model_no_adapter_serves_is_refused_before_anything_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
+    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
+    assert cli.main(["run", str(path), "-m", "gpt-9000", "-p", "hi"]) == 1
+    assert capsys.readouterr() == (
+        "",
+        'no adapter serves model "gpt-9000"; known models: "echo-mock"\n',
+    )
+    assert list((tmp_path / "stored").rglob("*")) == []
+    assert cli.main(["sessions", str(path)]) == 0
+    assert capsys.readouterr().out == "no stored sessions\n"
 
 
 def test_json_output_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -284,6 +284,11 @@ async def test_agent_selection() -> None:
         assert r.err.getvalue() == "there is no agent to talk to (declare one in agent-core)\n"
         with pytest.raises(StdioAgentError, match=r'unknown agent "x"; known agents: \(none\)'):
             r.front.select_agent("x")
+    async with front_rig(core={"model": None}, config={"agent": "x"}) as r:
+        # Started outside a deployment: no file to point at.
+        with pytest.raises(StdioAgentError) as info:
+            r.front.select_agent()
+        assert str(info.value) == 'stdio-agent: agent "x" is not declared; known agents: (none)'
 
 
 async def test_one_run_at_a_time() -> None:
