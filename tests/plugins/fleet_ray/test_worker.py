@@ -4,6 +4,7 @@ plugin."""
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import signal
@@ -18,6 +19,7 @@ import pytest
 import ray
 
 from dsh import Context, PluginLoadError, load_deployment
+from dsh.testing import capture_logs
 from dsh_fleet import EngineOptions, FleetError, Job, TaskResult
 from dsh_fleet_ray import (
     LOOPBACK_ENV,
@@ -91,37 +93,105 @@ class Remote:
         return self.answer()
 
 
-class FakeWorker:
-    """A worker handle whose calls answer with ``answer`` (an async function)."""
+class Info:
+    """A worker's ``info``: the process ids in ``pids`` in turn, one a call (the first
+    is the one it started as), the last from then on (``None``: the actor is gone for
+    good, ``ActorDiedError``).
+    ``options(max_task_retries=-1)`` is the call Ray holds while the actor restarts."""
 
-    def __init__(self, answer: Callable[[], Awaitable[Any]]) -> None:
+    def __init__(self, pids: list[int | None]) -> None:
+        self.pids = pids
+        self.waits = 0
+
+    def options(self, **options: Any) -> Info:
+        assert options == {"max_task_retries": -1}
+        self.waits += 1
+        return self
+
+    def next_pid(self) -> int | None:
+        return self.pids.pop(0) if len(self.pids) > 1 else self.pids[0]
+
+    async def answer(self) -> dict[str, int]:
+        pid = self.next_pid()
+        if pid is None:
+            raise ray.exceptions.ActorDiedError()
+        return {"pid": pid, "max_rss": 1 << 20}
+
+    def remote(self) -> Awaitable[dict[str, int]]:
+        return self.answer()
+
+
+class FakeWorker:
+    """A worker handle whose ``run`` answers with ``answer`` (an async function) and
+    whose ``info`` answers ``pids`` (see :class:`Info`)."""
+
+    def __init__(self, answer: Callable[[], Awaitable[Any]], pids: list[int | None]) -> None:
         self.run = Remote(answer)
-        self.info = Remote(answer)
+        self.info = Info(pids)
+
+
+def pool_of(*workers: FakeWorker) -> _Pool:
+    return _Pool(list(workers), [w.info.next_pid() for w in workers])
 
 
 def engine(**config: Any) -> RayEngine:
     return RayEngine(EngineOptions(Path("dsh.yml"), 4), FleetRayConfig(**config))
 
 
-async def test_a_job_is_dispatched_again_while_its_worker_dies() -> None:
-    job = Job("t", "s", "p", "m", "/")
-    deaths = 0
+def failing(times: int, error: Callable[[], BaseException]) -> Callable[[], Awaitable[Any]]:
+    """A ``run`` that raises ``error()`` the first ``times`` calls, then completes."""
+    calls = 0
 
-    async def dies_twice() -> dict[str, Any]:
-        nonlocal deaths
-        deaths += 1
-        if deaths <= 2:
-            raise ray.exceptions.RayActorError()
+    async def answer() -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls <= times:
+            raise error()
         return TaskResult("t", "s", "out", "completed", None).to_json()
 
-    dying = FakeWorker(dies_twice)
-    result = await engine(max_retries=2)._run_one(ray, _Pool([dying]), job)
-    assert (result.output, dying.run.calls) == ("out", 3)
-    deaths = 0
-    given_up = await engine(max_retries=1)._run_one(ray, _Pool([FakeWorker(dies_twice)]), job)
+    return answer
+
+
+def unavailable() -> BaseException:
+    return ray.exceptions.ActorUnavailableError("The actor is restarting", None)
+
+
+async def test_a_job_is_dispatched_again_once_its_worker_is_back_after_each_death() -> None:
+    job = Job("t", "s", "p", "m", "/")
+    dying = FakeWorker(failing(2, unavailable), [10, 11, 12])  # a new process each time
+    result = await engine(max_retries=2)._run_one(ray, pool_of(dying), job)
+    assert (result.output, dying.run.calls, dying.info.waits) == ("out", 3, 2)
+    dies_twice = FakeWorker(failing(2, ray.exceptions.RayActorError), [10, 11, 12])
+    given_up = await engine(max_retries=1)._run_one(ray, pool_of(dies_twice), job)
     assert given_up.stop_reason == "error"
     assert given_up.error is not None
     assert given_up.error.startswith("its worker died 2 time(s); the last: ")
+
+
+async def test_a_worker_unreachable_for_a_while_costs_no_retry() -> None:
+    """Back as the same process: not a death, however often (``max_retries: 0``)."""
+    job = Job("t", "s", "p", "m", "/")
+    flaky = FakeWorker(failing(3, unavailable), [10])
+    with capture_logs("dsh.fleet-ray", logging.INFO) as logs:
+        result = await engine(max_retries=0)._run_one(ray, pool_of(flaky), job)
+    assert (result.output, flaky.run.calls, flaky.info.waits) == ("out", 4, 3)
+    assert sum("its worker was unreachable" in m for m in logs.messages()) == 3
+    assert not any("died" in m for m in logs.messages())
+
+
+async def test_a_worker_gone_for_good_leaves_its_jobs_to_the_others() -> None:
+    job = Job("t", "s", "p", "m", "/")
+    gone = FakeWorker(failing(1, ray.exceptions.ActorDiedError), [10, None])
+    other = FakeWorker(failing(0, unavailable), [20])
+    pool = pool_of(gone, other)
+    pool.busy[1] = 5  # the busier one: the job goes to `gone` first
+    result = await engine(max_retries=1)._run_one(ray, pool, job)
+    assert (result.output, gone.run.calls, other.run.calls) == ("out", 1, 1)
+    assert pool.pids == [None, 20]
+    assert pool.pick() == 1
+    alone = pool_of(FakeWorker(failing(1, ray.exceptions.ActorDiedError), [10, None]))
+    result = await engine(max_retries=3)._run_one(ray, alone, job)
+    assert result.error == "every fleet worker is gone (after 1 death(s))"
 
 
 async def test_other_failures_are_failed_results() -> None:
@@ -130,23 +200,44 @@ async def test_other_failures_are_failed_results() -> None:
     async def lost() -> None:
         raise ray.exceptions.RaySystemError("the object store went away")  # type: ignore[no-untyped-call]
 
-    async def dead() -> None:
-        raise ray.exceptions.RayActorError()
-
     async def refused() -> dict[str, str]:
         return {"error": "SessionInUseError: held"}
 
-    result = await engine()._run_one(ray, _Pool([FakeWorker(lost)]), job)
+    result = await engine()._run_one(ray, pool_of(FakeWorker(lost, [1])), job)
     assert result.error == "RaySystemError: System error: the object store went away"
-    result = await engine()._run_one(ray, _Pool([FakeWorker(refused)]), job)
+    result = await engine()._run_one(ray, pool_of(FakeWorker(refused, [1])), job)
     assert result == TaskResult.failed(job, "SessionInUseError: held")
     with pytest.raises(FleetError, match="a fleet worker could not start"):
-        await engine()._started(ray, [FakeWorker(dead)])
+        await engine()._started(ray, [FakeWorker(refused, [None])])
+
+
+async def test_a_worker_that_does_not_report_at_the_end_is_counted_not_raised() -> None:
+    """After the run, a worker still restarting (a death no job waited for) or gone
+    answers ``info`` with an ``RayActorError``: the run's results stand."""
+
+    class Restarting:
+        class info:  # the handle's method
+            @staticmethod
+            async def remote() -> None:
+                raise unavailable()
+
+    made = engine()
+    assert await made._started(ray, [FakeWorker(refused_never, [7])]) == [7]
+    await made._read_infos(ray, [Restarting(), FakeWorker(refused_never, [7])])
+    assert (made.workers, made.unavailable) == ([{"pid": 7, "max_rss": 1 << 20}], 1)
+
+
+async def refused_never() -> None:
+    raise AssertionError("not called")
 
 
 async def test_jobs_go_to_the_least_busy_worker() -> None:
-    pool = _Pool(["a", "b", "c"])
-    pool.busy[:] = [2, 0, 1]
+    pool = _Pool(["a", "b", "c", "d"], [1, 2, 3, None])
+    pool.busy[:] = [2, 0, 1, 0]
+    assert pool.pick() == 1
+    pool.waited[1] = 1  # someone waits for it to come back: the others first
+    assert pool.pick() == 2
+    pool.waited[2] = pool.waited[0] = 1
     assert pool.pick() == 1
     assert engine().pool_size(8.0, 100) == 4  # at most the sessions at once
     assert engine(workers=2).pool_size(8.0, 100) == 2
