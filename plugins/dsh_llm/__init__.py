@@ -6,6 +6,7 @@ YAML name ``llm``; service ``Llm`` at ctx key ``llm``. See this package's README
 from __future__ import annotations
 
 from ._assembler import AssembledMessage, AssemblyError, BlockAssembler
+from ._estimate import BYTES_PER_TOKEN, estimate_tokens
 from ._service import (
     AdapterRegistrationError,
     AdapterTypeError,
@@ -51,6 +52,7 @@ plugin = Llm
 
 __all__ = [
     "BLOCK_TYPES",
+    "BYTES_PER_TOKEN",
     "FINISH_REASONS",
     "AdapterRegistrationError",
     "AdapterTypeError",
@@ -89,5 +91,6 @@ __all__ = [
     "block_to_json",
     "chunk_from_json",
     "chunk_to_json",
+    "estimate_tokens",
     "plugin",
 ]

@@ -48,14 +48,22 @@ class LlmRequestError(DshError, TypeError):
     code = "INVALID_REQUEST"
 
 
+def _window(value: object) -> int | None:
+    """``value`` when it is a positive ``int`` (a context window), else None."""
+    return value if type(value) is int and value > 0 else None
+
+
 class LlmAdapter(Protocol):
     """A model backend: turns one request into one chunk stream (one provider attempt).
 
     The stream ends with exactly one ``Finish``; ``UsageChunk`` comes before it.
 
     An adapter may also declare the context window of the models it serves with a
-    method ``context_window(model: str) -> int | None`` (tokens; optional, read by
-    :meth:`Llm.context_window`).
+    method ``context_window(model: str) -> int | None`` (tokens, what it knows now;
+    optional, read by :meth:`Llm.context_window`), and find one it has to ask its
+    server for with ``async find_context_window(model: str) -> int | None`` (optional,
+    read by :meth:`Llm.find_context_window`; asked once, then ``context_window``
+    answers it too).
     """
 
     def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
@@ -107,12 +115,18 @@ class Llm(Service):
         no adapter serves it, the adapter has no ``context_window(model)`` method, or
         that method answers something other than a positive ``int``."""
         declare = getattr(self._routes.get(model), "context_window", None)
-        if not callable(declare):
-            return None
-        window = declare(model)
-        if type(window) is not int or window <= 0:
-            return None
-        return window
+        return _window(declare(model)) if callable(declare) else None
+
+    async def find_context_window(self, model: str) -> int | None:
+        """The context window of ``model`` as :meth:`context_window` gives it, after
+        the adapter was given the chance to find it (its ``find_context_window(model)``
+        method, when it has one: ``llm-openai`` asks its server once). None under the
+        same conditions. Await it before the first request of a model whose window
+        matters; later, :meth:`context_window` answers without I/O."""
+        find = getattr(self._routes.get(model), "find_context_window", None)
+        if callable(find):
+            return _window(await find(model))
+        return self.context_window(model)
 
     def register_adapter(self, models: Sequence[str], adapter: LlmAdapter) -> Disposer:
         """Serve ``models`` with ``adapter`` (a single ``str`` is one model); returns the

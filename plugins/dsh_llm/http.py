@@ -13,6 +13,7 @@ Import it as ``dsh_llm.http``: ``import dsh_llm`` alone does not load httpx.
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
 import logging
@@ -22,7 +23,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, cast
+from typing import Annotated, Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import anyio
 import httpx
@@ -30,10 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dsh import Disposer, InFlight, Plugin
 
+from ._estimate import estimate_tokens
 from ._types import Chunk, Finish, FinishReason, LlmFailure, LlmRequest, Usage, UsageChunk
 
 __all__ = [
     "CONTEXT_LENGTH",
+    "OVERFLOW_RATIO",
     "BadResponse",
     "DecoderBase",
     "EventDecoder",
@@ -64,6 +67,10 @@ CONTEXT_LENGTH = re.compile(
     r"|prompt is too long",
     re.IGNORECASE,
 )
+#: A 200 without a single event for a request estimated at this share of the context
+#: window (or more) is taken for an overflow: some servers (llama-cpp-python's) fail
+#: that way instead of refusing the request.
+OVERFLOW_RATIO = 0.9
 
 
 # -- config -------------------------------------------------------------------------------
@@ -97,11 +104,14 @@ class HttpModelConfig(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
     #: Sent only when set, and only with tools.
-    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
-    #: Sent only when set, and only with tools.
     parallel_tool_calls: bool | None = None
     #: Merged into every request body last (server-specific fields); it wins over the rest.
     extra_body: dict[str, Any] = {}
+    #: The context window (tokens) of each model, by name; wins over the rest.
+    context_windows: dict[str, Annotated[int, Field(gt=0)]] = {}
+    #: The context window of the served models ``context_windows`` does not name
+    #: (``""``, an unset ``!env [NAME, ""]``, leaves it unset).
+    context_window: int | None = Field(default=None, gt=0)
 
     def sampling(self) -> dict[str, Any]:
         """The sampling fields this config sets (``temperature``, ``top_p``)."""
@@ -110,6 +120,11 @@ class HttpModelConfig(BaseModel):
             for key in ("temperature", "top_p")
             if (value := getattr(self, key)) is not None
         }
+
+    @field_validator("context_window", mode="before")
+    @classmethod
+    def _unset_window(cls, value: object) -> object:
+        return None if value == "" else value
 
     @field_validator("api_key")
     @classmethod
@@ -239,6 +254,12 @@ class _NoEvents(StreamError):
     """A successful response whose body holds no server-sent event."""
 
 
+class _Overflow(StreamError):
+    """A successful response without an event for a request the size of the window."""
+
+    code = "CONTEXT_LENGTH"
+
+
 def int_field(value: Any, what: str) -> int:
     """``value`` if it is an ``int`` (not a bool), else :class:`BadResponse` naming ``what``."""
     if type(value) is not int:
@@ -331,12 +352,13 @@ class _Events:
     several joined by ``\\n``), ``event:``, comments and other fields ignored; a blank
     line dispatches."""
 
-    __slots__ = ("_data", "_event", "count", "first")
+    __slots__ = ("_data", "_done", "_event", "count", "first")
 
-    def __init__(self) -> None:
+    def __init__(self, done_marker: str | None) -> None:
         self._data: str | None = None
+        self._done = done_marker
         self._event = "message"
-        self.count = 0  # events dispatched
+        self.count = 0  # events dispatched, the done marker aside
         self.first = ""  # the first line that is not SSE, for a useless body's message
 
     def line(self, line: str) -> tuple[str, str] | None:
@@ -358,7 +380,8 @@ class _Events:
         self._data, self._event = None, "message"
         if data is None:
             return None
-        self.count += 1
+        if data != self._done:
+            self.count += 1
         return event, data
 
 
@@ -398,9 +421,49 @@ class HttpAdapter(ABC, Generic[ConfigT]):
         headers.update(self.auth_headers())
         headers.update(config.headers)
         self._headers = headers
+        #: The windows the server was asked for, by model (None: it did not say).
+        self._found: dict[str, int | None] = {}
+        #: Set when the one probe under way for a model is over.
+        self._finding: dict[str, anyio.Event] = {}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.url} models={self.config.models}>"
+
+    # -- context windows ------------------------------------------------------------------
+
+    def context_window(self, model: str) -> int | None:
+        """The context window of ``model`` known now: ``context_windows[model]``, else
+        ``context_window``, else what the server said when it was asked
+        (:meth:`find_context_window`), else None."""
+        config = self.config
+        window = config.context_windows.get(model, config.context_window)
+        return self._found.get(model) if window is None else window
+
+    async def find_context_window(self, model: str) -> int | None:
+        """:meth:`context_window`, after asking the server (:meth:`probe_context_window`)
+        when the config gives none. The server is asked once per model, whatever it
+        answers (concurrent callers wait for that one probe)."""
+        window = self.context_window(model)
+        if window is not None or model in self._found:
+            return window
+        finding = self._finding.get(model)
+        if finding is not None:
+            await finding.wait()
+            return self._found.get(model)
+        finding = self._finding[model] = anyio.Event()
+        try:
+            self._found[model] = await self.probe_context_window(model)
+        finally:
+            del self._finding[model]
+            finding.set()
+        return self._found[model]
+
+    async def probe_context_window(self, model: str) -> int | None:
+        """Ask the server for the context window of ``model``; None when it cannot
+        say (a provider that has a way overrides this; it must not raise for a
+        failed probe: log it and answer None)."""
+        del model
+        return None
 
     @abstractmethod
     def auth_headers(self) -> dict[str, str]:
@@ -441,7 +504,7 @@ class HttpAdapter(ABC, Generic[ConfigT]):
             else:
                 try:
                     if response.is_success:
-                        async with aclosing(self._read(response)) as chunks:
+                        async with aclosing(self._read(response, request)) as chunks:
                             async for chunk in chunks:
                                 yield chunk
                         return
@@ -550,11 +613,13 @@ class HttpAdapter(ABC, Generic[ConfigT]):
 
     # -- the stream ----------------------------------------------------------------------
 
-    async def _read(self, response: httpx.Response) -> AsyncGenerator[Chunk, None]:
+    async def _read(
+        self, response: httpx.Response, request: LlmRequest
+    ) -> AsyncGenerator[Chunk, None]:
         """The chunks of a successful response; a broken stream ends in an error finish."""
         decoder = self.decoder(_request_id(response.headers))
         out: list[Chunk] = []
-        events = _Events()
+        events = _Events(self.done_marker)
         try:
             # aiter_lines is an async generator (typed as a plain iterator).
             lines = cast("AsyncGenerator[str, None]", response.aiter_lines())
@@ -571,17 +636,59 @@ class HttpAdapter(ABC, Generic[ConfigT]):
             if event is not None:
                 self._feed(decoder, event, out)
             if not events.count:
-                content_type = response.headers.get("content-type", "no content-type")
-                text = f": {_quote(events.first)}" if events.first else ""
-                raise _NoEvents(
-                    f"{self.url} answered HTTP {response.status_code} ({content_type}) "
-                    f"without a single server-sent event{text}"
-                )
+                raise await self._no_events(response, request, events.first)
             decoder.end(out)
         except (StreamError, httpx.HTTPError) as exc:
-            decoder.fail(self._broken(response, exc), out)
+            failure = self._broken(response, exc)
+            if (
+                not events.count
+                and isinstance(exc, httpx.TransportError)
+                and not isinstance(exc, httpx.TimeoutException)
+            ):
+                # The server hung up before its first event: an overflow, perhaps.
+                _, overflow = await self._overflow(request)
+                if overflow is not None:
+                    message = f"{overflow}: {failure.message}"
+                    failure = dataclasses.replace(failure, message=message, code=_Overflow.code)
+            decoder.fail(failure, out)
         for chunk in out:
             yield chunk
+
+    async def _overflow(self, request: LlmRequest) -> tuple[int | None, str | None]:
+        """The model's context window (None: unknown) and, when the request is
+        estimated at :data:`OVERFLOW_RATIO` of it or more, what the overflow failure
+        says first (else None)."""
+        window = await self.find_context_window(request.model)
+        size = estimate_tokens(request)
+        if window is None or size < OVERFLOW_RATIO * window:
+            return window, None
+        return window, (
+            f"the request is too long for the context window of {request.model!r} "
+            f"(an estimated {size} tokens of {window})"
+        )
+
+    async def _no_events(
+        self, response: httpx.Response, request: LlmRequest, first: str
+    ) -> StreamError:
+        """What a successful response without a single event (``first``: its first
+        line that is not SSE) means: an overflow (``CONTEXT_LENGTH``) for a request
+        near the window, else a bad response that may be the server's failure."""
+        content_type = response.headers.get("content-type", "no content-type")
+        text = f": {_quote(first)}" if first else " (an empty body)"
+        what = (
+            f"{self.url} answered HTTP {response.status_code} ({content_type}) "
+            f"without a single server-sent event{text}"
+        )
+        window, overflow = await self._overflow(request)
+        if overflow is not None:
+            return _Overflow(f"{overflow}: {what}")
+        hint = "; the server may have failed mid-request (its log says why)"
+        if window is None:
+            hint += (
+                f", or the request may not fit the context window of {request.model!r}, "
+                "which is unknown (set context_windows to have that recognised)"
+            )
+        return _NoEvents(what + hint)
 
     def _feed(self, decoder: EventDecoder, event: tuple[str, str], out: list[Chunk]) -> bool:
         """Give one event to ``decoder``; True when the stream is complete."""

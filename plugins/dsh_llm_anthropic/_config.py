@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -43,6 +43,8 @@ class AnthropicConfig(HttpModelConfig):
     anthropic_version: str = Field(default=DEFAULT_VERSION, min_length=1)
     #: Extended thinking; off when unset.
     thinking: ThinkingConfig | None = None
+    #: Sent only with tools, as the API's ``{type: …}`` (a dict is sent as given).
+    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
 
     def request_options(self, with_tools: bool) -> dict[str, Any]:
         """The optional body fields this config sets for a request (``with_tools``:

@@ -9,7 +9,13 @@ from __future__ import annotations
 from dsh_llm.http import retry_after
 
 from ._adapter import OpenAIAdapter
-from ._config import DEFAULT_BASE_URL, OpenAICompatibleConfig
+from ._config import (
+    DEFAULT_BASE_URL,
+    FunctionChoice,
+    OpenAICompatibleConfig,
+    StepToolChoice,
+    ToolChoice,
+)
 from ._plugin import OpenAICompatible
 from ._wire import StreamDecoder, request_body
 
@@ -17,10 +23,13 @@ plugin = OpenAICompatible
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "FunctionChoice",
     "OpenAIAdapter",
     "OpenAICompatible",
     "OpenAICompatibleConfig",
+    "StepToolChoice",
     "StreamDecoder",
+    "ToolChoice",
     "plugin",
     "request_body",
     "retry_after",

@@ -116,6 +116,11 @@ class LoopbackServer:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self.replies: deque[Reply] = deque()
+        #: Fixed answers by ``(method, path)``, outside the script (a server's other
+        #: endpoints, such as a context-window probe's); a GET elsewhere is a 404.
+        self.routes: dict[tuple[str, str], Reply] = {}
+        #: The requests :attr:`routes` (or a GET's 404) answered, apart from :attr:`requests`.
+        self.probes: list[Recorded] = []
         #: Set when a handler notices that its client went away.
         self.disconnected = threading.Event()
         #: Set at teardown: stalled handlers go on (and find their client gone).
@@ -268,6 +273,9 @@ class _Handler(BaseHTTPRequestHandler):
         with suppress(OSError):
             super().finish()
 
+    def do_GET(self) -> None:
+        self.do_POST()
+
     def do_POST(self) -> None:
         owner = self.owner
         length = int(self.headers.get("Content-Length") or 0)
@@ -278,8 +286,14 @@ class _Handler(BaseHTTPRequestHandler):
             body = raw
         headers = {key.lower(): value for key, value in self.headers.items()}
         client = (str(self.client_address[0]), int(self.client_address[1]))
-        owner.requests.append(Recorded(self.command, self.path, headers, body, client))
-        reply = owner.refusal(body) or owner._next()
+        seen = Recorded(self.command, self.path, headers, body, client)
+        route = owner.routes.get((self.command, self.path))
+        if route is not None or self.command == "GET":
+            owner.probes.append(seen)
+            reply = route or Reply.json(404, {"detail": "Not Found"})
+        else:
+            owner.requests.append(seen)
+            reply = owner.refusal(body) or owner._next()
         try:
             self._answer(reply)
         except OSError:  # the client went away (broken pipe, reset)

@@ -128,6 +128,39 @@ async def test_context_window_is_what_the_serving_adapter_declares() -> None:
         assert llm.context_window("scripted") == 4096
 
 
+class Finding(Declaring):
+    """An adapter that knows ``window`` once asked (``find_context_window``)."""
+
+    def __init__(self, window: object) -> None:
+        super().__init__(None)
+        self.found = window
+        self.asked: list[str] = []
+
+    async def find_context_window(self, model: str) -> object:
+        self.asked.append(model)
+        self.window = self.found
+        return self.found
+
+
+async def test_find_context_window_lets_the_adapter_ask_first() -> None:
+    async with Context() as root:
+        llm = await start_llm(root)
+        finding = Finding(32_768)
+        llm.register_adapter("probed", finding)
+        llm.register_adapter("big", Declaring(128_000))
+        llm.register_adapter("plain", Closing([]))
+        llm.register_adapter("junk", Finding("32k"))
+        assert llm.context_window("probed") is None  # not asked yet
+        assert await llm.find_context_window("probed") == 32_768
+        assert finding.asked == ["probed"]
+        assert llm.context_window("probed") == 32_768
+        # Without the method, what the adapter declares; nothing without an adapter.
+        assert await llm.find_context_window("big") == 128_000
+        assert await llm.find_context_window("plain") is None
+        assert await llm.find_context_window("nobody") is None
+        assert await llm.find_context_window("junk") is None
+
+
 # --- registration ------------------------------------------------------------------------
 
 

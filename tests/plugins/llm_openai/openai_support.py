@@ -9,7 +9,13 @@ from typing import Any
 from dsh_llm_openai import OpenAICompatible
 from tests.plugins.llm_http_support import HTTPX_GC_WARNING, LoopbackServer, Reply, final_failure
 
-__all__ = ["HTTPX_GC_WARNING", "OpenAIServer", "final_failure", "llama_cpp_problems"]
+__all__ = [
+    "HTTPX_GC_WARNING",
+    "OpenAIServer",
+    "final_failure",
+    "llama_cpp_problems",
+    "llama_cpp_tool_choice",
+]
 
 
 def llama_cpp_problems(messages: list[Any]) -> list[str]:
@@ -32,6 +38,35 @@ def llama_cpp_problems(messages: list[Any]) -> list[str]:
     return problems
 
 
+def llama_cpp_tool_choice(body: dict[str, Any]) -> Reply | None:
+    """What llama-cpp-python's server (``chatml-function-calling``, 0.3.36) does with a
+    request's ``tool_choice``, when it does not stream an answer: a shape other than
+    "none", "auto", "required" or ``{type: function, function: {name}}`` is a 500
+    validation error; a function the request does not offer is a 500; "required"
+    fails inside the server after the 200 was sent (an empty stream). None: it answers."""
+    choice = body.get("tool_choice")
+    if choice is None or choice in ("none", "auto"):
+        return None
+    if choice == "required":
+        return Reply(200, {"Content-Type": "text/event-stream"})
+    function = choice.get("function") if isinstance(choice, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if (
+        not isinstance(choice, dict)
+        or choice.get("type") != "function"
+        or set(choice)
+        != {
+            "type",
+            "function",
+        }
+    ):
+        return Reply.json(500, {"error": {"message": f"tool_choice: invalid {choice!r}"}})
+    offered = [tool["function"]["name"] for tool in body.get("tools") or ()]
+    if name not in offered:
+        return Reply.json(500, {"error": {"message": f"Tool with name '{name}' not found"}})
+    return None
+
+
 class OpenAIServer(LoopbackServer):
     """A scripted chat-completions server."""
 
@@ -46,6 +81,11 @@ class OpenAIServer(LoopbackServer):
         #: Answer 400 "maximum context length" to a request whose messages hold more
         #: characters than this (None: no limit).
         self.context_chars: int | None = None
+        #: Answer a request over ``context_chars`` as llama-cpp-python's server does: a
+        #: 200 with an empty stream (the server fails after its headers), not a 400.
+        self.empty_overflow = False
+        #: Ollama's model endpoint is not a chat-completions call: not found, unless routed.
+        self.routes[("POST", "/api/show")] = Reply.json(404, {"error": "not found"})
 
     # -- frame builders ------------------------------------------------------------------
 
@@ -135,9 +175,14 @@ class OpenAIServer(LoopbackServer):
             problems = llama_cpp_problems(messages)
             if problems:
                 return Reply.json(500, {"detail": problems})
+            refused = llama_cpp_tool_choice(body) if isinstance(body, dict) else None
+            if refused is not None:
+                return refused
         if self.context_chars is not None:
             size = sum(len(str(m.get("content") or "")) for m in messages)
             if size > self.context_chars:
+                if self.empty_overflow:
+                    return Reply(200, {"Content-Type": "text/event-stream"})
                 error = {
                     "error": {
                         "message": f"This model's maximum context length is "

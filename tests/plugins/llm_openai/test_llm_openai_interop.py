@@ -46,7 +46,12 @@ def apply(ctx, config):
 STRICT_DEPLOYMENT = """\
 - id: model
   name: llm-openai
-  config: {base_url: "%s", models: [local], retry_backoff: 0, max_retries: 0}
+  config:
+    base_url: "%s"
+    models: [local]
+    retry_backoff: 0
+    max_retries: 0
+    context_windows: {local: 1000}
 - id: core
   name: agent-core
   config: {model: local, persona: "Use tools."}
@@ -146,12 +151,15 @@ def test_knobs_are_sent_only_when_set() -> None:
     }
 
 
+@pytest.mark.parametrize("empty", [False, True], ids=["400", "empty-200"])
 async def test_a_context_length_refusal_does_not_poison_the_session(
-    server: OpenAIServer, tmp_path: Path
+    server: OpenAIServer, tmp_path: Path, empty: bool
 ) -> None:
     # The rule of RFC 0009 on the case that matters: a request refused for its length
-    # is not sent again, so the next turn fits and works.
+    # is not sent again, so the next turn fits and works. llama-cpp-python refuses with
+    # a 200 and an empty stream: the request's size against the window says why.
     server.context_chars = 1000
+    server.empty_overflow = empty
     server.ok("short answer")
     (tmp_path / "shout_tool.py").write_text(SHOUT_TOOL)
     path = write_deployment(tmp_path, STRICT_DEPLOYMENT % server.url)
@@ -184,4 +192,7 @@ async def test_a_body_without_events_names_the_request_id(server: OpenAIServer) 
     got = final_failure(await server.run())
     assert got.code == "BAD_RESPONSE"
     assert got.request_id == "req-empty"
-    assert got.message.endswith("without a single server-sent event (request id req-empty)")
+    assert "without a single server-sent event (an empty body); the server may have failed " in (
+        got.message
+    )
+    assert got.message.endswith("(request id req-empty)")
