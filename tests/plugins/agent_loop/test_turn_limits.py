@@ -173,7 +173,7 @@ async def test_max_turn_tokens_counts_estimated_usage() -> None:
         assert isinstance(errors[0], UsageLimitError)
 
 
-async def test_the_step_limit_is_looked_at_first() -> None:
+def test_the_step_limit_is_looked_at_first() -> None:
     checked = LoopAgent.__new__(LoopAgent)
     checked.max_steps, checked.max_turn_tokens = 2, 10
     check_turn_limits(checked, 1, 9)
