@@ -45,8 +45,8 @@ class AgentLoopConfig(BaseModel):
     agents: list[AgentSpec] = []
     max_parallel_tool_calls: int = Field(default=8, gt=0)
     #: The turn limits of every agent that is given none of its own (RFC 0031): the
-    #: steps a turn may take, and the tokens (input and output, summed over its
-    #: steps) it may use; None: no token limit.
+    #: steps a turn may take, and the tokens it may use (each step's whole prompt and
+    #: its output, reported or estimated, summed over the turn); None: no token limit.
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, gt=0)
     max_turn_tokens: int | None = Field(default=None, gt=0)
     #: Per-model prices (per million tokens) that turn usage into cost; none built in.
