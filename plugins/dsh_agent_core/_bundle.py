@@ -18,7 +18,8 @@ __all__ = ["AgentCore", "AgentCoreConfig"]
 
 class AgentCoreConfig(AgentLoopConfig):
     """Config of the ``agent-core`` bundle: the loop's keys (``agents``,
-    ``max_parallel_tool_calls``, ``prices``) plus the default model and the system prompt's."""
+    ``max_parallel_tool_calls``, ``max_steps``, ``max_turn_tokens``, ``prices``) plus the
+    default model and the system prompt's."""
 
     model: str | None = None
     persona: str = ""
@@ -56,6 +57,8 @@ class AgentCore(Plugin):
                 {
                     "agents": [a.model_dump() for a in agents],
                     "max_parallel_tool_calls": config.max_parallel_tool_calls,
+                    "max_steps": config.max_steps,
+                    "max_turn_tokens": config.max_turn_tokens,
                     "prices": {m: p.model_dump() for m, p in config.prices.items()},
                 },
             ),

@@ -7,6 +7,7 @@ the agent factory of ``dsh_agent``. See the README.
 from __future__ import annotations
 
 from ._agent import LoopAgent
+from ._limits import MaxStepsError, UsageLimitError
 from ._loop import AgentLoop, AgentLoopConfig, AgentSpec
 from ._tool_calls import ABORTED, ABORTED_BEFORE_DISPATCH, run_tool_calls
 from ._usage import (
@@ -31,7 +32,9 @@ __all__ = [
     "AgentLoopConfig",
     "AgentSpec",
     "LoopAgent",
+    "MaxStepsError",
     "Price",
+    "UsageLimitError",
     "add_usage",
     "cost",
     "format_usage",

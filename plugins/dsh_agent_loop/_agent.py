@@ -33,8 +33,9 @@ from dsh_scope import Scope
 from dsh_session import Session, SessionFencedError
 from dsh_system_prompt import render_prompt
 
+from ._limits import check_turn_limits, turn_tokens
 from ._tool_calls import run_tool_calls
-from ._usage import NO_USAGE, USAGE_EVENT, add_usage, cost
+from ._usage import NO_USAGE, USAGE_EVENT, add_usage, cost, estimate_usage
 
 if TYPE_CHECKING:
     from ._loop import AgentLoop
@@ -105,6 +106,7 @@ class LoopAgent:
         "_disposed",
         "_driver",
         "_ended",
+        "_estimated",
         "_fenced",
         "_header",
         "_idle",
@@ -118,7 +120,9 @@ class LoopAgent:
         "_wake",
         "ctx",
         "id",
+        "max_steps",
         "max_tokens",
+        "max_turn_tokens",
         "model",
         "session",
     )
@@ -129,10 +133,16 @@ class LoopAgent:
         agent_id: str,
         model: str | None,
         max_tokens: int | None,
+        *,
+        max_steps: int,
+        max_turn_tokens: int | None,
     ) -> None:
         self.id = agent_id
         self.model = model
         self.max_tokens = max_tokens
+        #: The turn limits (RFC 0031), looked at after each step that would go on.
+        self.max_steps = max_steps
+        self.max_turn_tokens = max_turn_tokens
         self._loop = loop
         self.session: Session
         self.ctx: Context
@@ -152,6 +162,8 @@ class LoopAgent:
         #: The sum of the session's ``usage/step`` events (set for a resumed session by
         #: the factory, then kept up to date by each step).
         self._usage = NO_USAGE
+        #: The part of it the loop estimated (steps whose server reported no usage).
+        self._estimated = NO_USAGE
         #: The driver task, started by the first message (an idle agent has none), and
         #: whether it has ended.
         self._driver: Disposer | None = None
@@ -175,6 +187,13 @@ class LoopAgent:
         """The tokens of the whole session: every ``usage/step`` summed, each field
         set (absent ones count 0). Kept up to date as steps record usage: O(1)."""
         return self._usage
+
+    @property
+    def estimated_usage(self) -> Usage:
+        """The part of :attr:`usage` the loop estimated because the server reported
+        none (``usage/step`` events with ``estimated: true``); all zero when every
+        step's usage was reported. O(1), like :attr:`usage`."""
+        return self._estimated
 
     def cost(self, usage: Usage | None = None) -> float | None:
         """What ``usage`` (default: :attr:`usage`) cost at the price the loop's
@@ -372,8 +391,10 @@ class LoopAgent:
         pending = messages
         max_tokens = False
         retried = False
-        step = 0
+        step = used = 0
         while True:
+            # Another step: within the turn's limits? (Always, before the first one.)
+            check_turn_limits(self, step, used)
             step = self._step = step + 1
             # A cancel that came before the first await of a step (from a listener,
             # say) takes effect here rather than after the model call.
@@ -386,18 +407,12 @@ class LoopAgent:
             if step == 1 and not sent:
                 # A listener took every message (a command handled locally, say).
                 return {"kind": "completed"}
-            for message in sent:
-                session.append(
-                    "user/message",
-                    {"turn": turn, "step": step, "message": message.to_json()},
-                    message=message,
-                )
+            self._log_messages(turn, step, sent)
             assembly = await prompt.assemble(assemble_context_for(self))
-            system = render_prompt(assembly)
             request = LlmRequest(
                 model=self.model or "",
                 messages=session.history(),
-                system=system or None,
+                system=render_prompt(assembly) or None,
                 tools=tuple(assembly.tools),
                 max_tokens=self.max_tokens,
                 session_id=session.id,
@@ -432,7 +447,7 @@ class LoopAgent:
                     pending = []
                     continue
                 retried = False
-                self._record_answer(turn, step, result)
+                used += self._record_answer(turn, step, request, result)
                 max_tokens = max_tokens or finish.reason == "max-tokens"
                 calls = result.message.tool_calls
                 if calls:
@@ -445,17 +460,36 @@ class LoopAgent:
                 return {"kind": "max-tokens"} if max_tokens else {"kind": "completed"}
             pending = []
 
-    def _record_answer(self, turn: int, step: int, result: AssembledMessage) -> None:
-        """The step's ``assistant/message``, then its ``usage/step`` when the stream
-        reported usage (:attr:`usage` grows by it)."""
-        data: dict[str, Any] = {"turn": turn, "step": step, "message": result.message.to_json()}
+    def _log_messages(self, turn: int, step: int, messages: Sequence[Message]) -> None:
+        """One ``user/message`` per message sent in the step."""
+        for message in messages:
+            self.session.append(
+                "user/message",
+                {"turn": turn, "step": step, "message": message.to_json()},
+                message=message,
+            )
+
+    def _record_answer(
+        self, turn: int, step: int, request: LlmRequest, result: AssembledMessage
+    ) -> int:
+        """The step's ``assistant/message`` (with ``usage`` when the stream reported
+        one), then its ``usage/step``: the reported usage, else an estimate marked
+        ``estimated: true``. :attr:`usage` grows by it; returns its turn tokens."""
+        message = result.message
+        data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
         usage = result.usage
+        step_data: dict[str, Any] = {"turn": turn, "step": step}
         if usage is not None:
-            data["usage"] = usage.to_json()
-        self.session.append("assistant/message", data, message=result.message)
-        if usage is not None:
-            self.session.append(USAGE_EVENT, {"turn": turn, "step": step, "usage": data["usage"]})
-            self._usage = add_usage(self._usage, usage)
+            data["usage"] = step_data["usage"] = usage.to_json()
+        self.session.append("assistant/message", data, message=message)
+        if usage is None:
+            usage = estimate_usage(request, message)
+            step_data["usage"] = usage.to_json()
+            step_data["estimated"] = True
+            self._estimated = add_usage(self._estimated, usage)
+        self.session.append(USAGE_EVENT, step_data)
+        self._usage = add_usage(self._usage, usage)
+        return turn_tokens(usage)
 
     async def _recover(
         self, request: LlmRequest, result: AssembledMessage, failure: LlmFailure

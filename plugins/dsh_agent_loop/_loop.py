@@ -11,11 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dsh import CheckReport, Context, Plugin
 from dsh_agent import AgentArgumentError, AgentError
-from dsh_scope import create_scope
+from dsh_scope import create_scope, scope_of
 from dsh_session import Session
 from dsh_system_prompt import AssembleContext, PromptSection
 
 from ._agent import LoopAgent
+from ._limits import DEFAULT_MAX_STEPS
 from ._usage import USAGE_EVENT, Price, session_usage
 
 __all__ = ["AgentLoop", "AgentLoopConfig", "AgentSpec"]
@@ -31,6 +32,9 @@ class AgentSpec(BaseModel):
     persona: str | None = None
     cwd: str | None = None
     max_tokens: int | None = Field(default=None, gt=0)
+    #: This agent's turn limits; None: the loop's (``AgentLoopConfig``).
+    max_steps: int | None = Field(default=None, gt=0)
+    max_turn_tokens: int | None = Field(default=None, gt=0)
 
 
 class AgentLoopConfig(BaseModel):
@@ -40,6 +44,11 @@ class AgentLoopConfig(BaseModel):
 
     agents: list[AgentSpec] = []
     max_parallel_tool_calls: int = Field(default=8, gt=0)
+    #: The turn limits of every agent that is given none of its own (RFC 0031): the
+    #: steps a turn may take, and the tokens it may use (each step's whole prompt and
+    #: its output, reported or estimated, summed over the turn); None: no token limit.
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, gt=0)
+    max_turn_tokens: int | None = Field(default=None, gt=0)
     #: Per-model prices (per million tokens) that turn usage into cost; none built in.
     prices: dict[str, Price] = {}
 
@@ -99,6 +108,8 @@ class AgentLoop(Plugin):
                 persona=spec.persona,
                 session=None,
                 max_tokens=spec.max_tokens,
+                max_steps=spec.max_steps,
+                max_turn_tokens=spec.max_turn_tokens,
             )
 
     def _check(self, report: CheckReport) -> None:
@@ -172,6 +183,8 @@ class AgentLoop(Plugin):
             persona=spec.persona if spec is not None else None,
             session=session,
             max_tokens=spec.max_tokens if spec is not None else None,
+            max_steps=spec.max_steps if spec is not None else None,
+            max_turn_tokens=spec.max_turn_tokens if spec is not None else None,
         )
         try:
             session.close_open_turn()
@@ -190,13 +203,17 @@ class AgentLoop(Plugin):
         persona: str | None,
         session: Session | None,
         max_tokens: int | None = None,
+        max_steps: int | None = None,
+        max_turn_tokens: int | None = None,
     ) -> LoopAgent:
         """A new agent owned by ``owner``'s fiber; see :class:`dsh_agent.AgentFactory`.
 
         Its scope (``agent.ctx``) is a child of ``owner``'s fiber. Without ``session``
-        it gets a new session (with ``cwd``). Raises :class:`AgentError` for a taken
-        id and :class:`AgentArgumentError` for an empty id, a ``max_tokens`` that is
-        not a positive integer, or both ``cwd`` and ``session``; nothing is left behind.
+        it gets a new session (with ``cwd``). A turn limit not given (None) is that of
+        the agent whose scope ``owner`` is (a subagent's parent), else the config's.
+        Raises :class:`AgentError` for a taken id and :class:`AgentArgumentError` for
+        an empty id, a ``max_tokens``, ``max_steps`` or ``max_turn_tokens`` that is not
+        a positive integer, or both ``cwd`` and ``session``; nothing is left behind.
         """
         agents = owner.agents
         if id is None:
@@ -204,13 +221,18 @@ class AgentLoop(Plugin):
         given: object = id
         if not isinstance(given, str) or not given:
             raise AgentArgumentError(f"an agent id must be a non-empty string, got {id!r}")
-        checked: object = max_tokens
-        if checked is not None and (
-            isinstance(checked, bool) or not isinstance(checked, int) or checked <= 0
+        for name, checked in (
+            ("max_tokens", max_tokens),
+            ("max_steps", max_steps),
+            ("max_turn_tokens", max_turn_tokens),
         ):
-            raise AgentArgumentError(
-                f'agent "{id}": max_tokens must be a positive integer, got {max_tokens!r}'
-            )
+            value: object = checked
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value <= 0
+            ):
+                raise AgentArgumentError(
+                    f'agent "{id}": {name} must be a positive integer, got {checked!r}'
+                )
         if session is not None and cwd is not None:
             raise AgentArgumentError(
                 f'agent "{id}": pass cwd= for a new session or session=, not both '
@@ -218,7 +240,16 @@ class AgentLoop(Plugin):
             )
         if agents.get(id) is not None:
             raise AgentError(f'agent "{id}" is already registered')
-        agent = LoopAgent(self, id, model, max_tokens)
+        parent: Any = scope_of(owner)
+        limits: Any = parent if isinstance(parent, LoopAgent) else self.config
+        agent = LoopAgent(
+            self,
+            id,
+            model,
+            max_tokens,
+            max_steps=limits.max_steps if max_steps is None else max_steps,
+            max_turn_tokens=limits.max_turn_tokens if max_turn_tokens is None else max_turn_tokens,
+        )
         scope = create_scope(owner, agent)
         agent._scope = scope
         agent.ctx = actx = scope.ctx
@@ -230,8 +261,9 @@ class AgentLoop(Plugin):
             if session is not None
             else actx.sessions.prepare(cwd=cwd, meta={"agent": id, "model": model})
         )
-        if session is not None:
-            agent._usage = session_usage(session)  # what the steps before recorded
+        if session is not None:  # what the steps before recorded
+            agent._usage = session_usage(session)
+            agent._estimated = session_usage(session, estimated=True)
 
         def wiring() -> Iterator[Callable[[], object]]:
             # One composite, undone last-in-first-out: the agent stops taking messages,

@@ -1,12 +1,14 @@
-"""Token usage: the ``usage/step`` session event, sums, prices and a one-line summary."""
+"""Token usage: the ``usage/step`` session event, sums, prices, a one-line summary, and
+the local estimate of a step whose server reported none."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dsh_llm import Usage, add_usage
+from dsh_llm import LlmRequest, Message, Usage, add_usage
 from dsh_session import ChunkRun, Session, SessionEvent
 
 __all__ = [
@@ -15,13 +17,15 @@ __all__ = [
     "Price",
     "add_usage",
     "cost",
+    "estimate_usage",
     "format_usage",
     "session_usage",
     "turn_usage",
 ]
 
-#: The session event the loop appends after each ``assistant/message`` whose stream
-#: reported usage: ``{"turn", "step", "usage": Usage.to_json()}``.
+#: The session event the loop appends after each ``assistant/message``:
+#: ``{"turn", "step", "usage": Usage.to_json()}``, plus ``"estimated": True`` when the
+#: stream reported no usage and the loop counted it (:func:`estimate_usage`).
 USAGE_EVENT = "usage/step"
 
 #: Nothing used yet: every field 0.
@@ -50,30 +54,65 @@ def _plain(rows: Sequence[_Row]) -> Iterable[SessionEvent]:
     return (row for row in rows if not isinstance(row, ChunkRun))
 
 
-def _summed(events: Iterable[SessionEvent], turn: int | None = None) -> Usage:
+def _summed(
+    events: Iterable[SessionEvent], turn: int | None = None, estimated: bool | None = None
+) -> Usage:
     total = NO_USAGE
     for event in events:
-        if event.type == USAGE_EVENT and (turn is None or event.data["turn"] == turn):
-            total = add_usage(total, Usage.from_json(event.data["usage"]))
+        data = event.data
+        if (
+            event.type == USAGE_EVENT
+            and (turn is None or data["turn"] == turn)
+            and (estimated is None or data.get("estimated", False) is estimated)
+        ):
+            total = add_usage(total, Usage.from_json(data["usage"]))
     return total
 
 
-def session_usage(session: Session) -> Usage:
+def session_usage(session: Session, *, estimated: bool | None = None) -> Usage:
     """The usage of every ``usage/step`` of ``session``, summed (a scan of its log;
-    ``LoopAgent.usage`` keeps the same sum up to date without one)."""
-    return _summed(_plain(session.events.rows()))
+    ``LoopAgent.usage`` keeps the same sum up to date without one). ``estimated``
+    True sums only the steps the loop estimated, False only those the server
+    reported; None (the default) both."""
+    return _summed(_plain(session.events.rows()), estimated=estimated)
 
 
-def turn_usage(session: Session, turn: int) -> Usage:
+def turn_usage(session: Session, turn: int, *, estimated: bool | None = None) -> Usage:
     """The usage of turn ``turn`` of ``session``, summed: a scan back from the end of
     the log to that turn's (latest) ``turn/start``; :data:`NO_USAGE` for a turn that
-    never started."""
+    never started. ``estimated`` as in :func:`session_usage`."""
     rows = session.events.rows()
     for start in range(len(rows) - 1, -1, -1):
         row = rows[start]
         if not isinstance(row, ChunkRun) and row.type == "turn/start" and row.data["turn"] == turn:
-            return _summed(_plain(rows[start:]), turn)
+            return _summed(_plain(rows[start:]), turn, estimated)
     return NO_USAGE
+
+
+def _tokens(document: object) -> int:
+    """The estimate of ``document``: its compact JSON's UTF-8 bytes / 4, rounded up."""
+    encoded = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+    return -(-len(encoded) // 4)
+
+
+def estimate_usage(request: LlmRequest, answer: Message) -> Usage:
+    """The usage of a step whose server reported none, counted locally.
+
+    Input: the UTF-8 bytes / 4 (rounded up) of the request as one compact JSON
+    object, ``{"system"?, "messages": [Message.to_json()...], "tools": [{"name",
+    "description", "parameters"}...]}`` (``system`` only when set): what the model
+    reads, whatever wire format the adapter wraps it in. Output: the same count of
+    ``answer.to_json()``. RFC 0031.
+    """
+    document: dict[str, object] = {}
+    if request.system is not None:
+        document["system"] = request.system
+    document["messages"] = [message.to_json() for message in request.messages]
+    document["tools"] = [
+        {"name": t.name, "description": t.description, "parameters": t.parameters}
+        for t in request.tools
+    ]
+    return Usage(_tokens(document), _tokens(answer.to_json()))
 
 
 def cost(usage: Usage, prices: Mapping[str, Price], model: str | None) -> float | None:

@@ -59,6 +59,10 @@ over everything in it that still matters. Be complete and concrete (names, paths
 commands, numbers) and leave out pleasantries. Answer with the summary only."""
 
 
+#: The most ``max_tokens`` a summary request gets by default.
+_SUMMARY_TOKENS = 8192
+
+
 class CompactionConfig(BaseModel):
     """Config of the ``compaction`` plugin."""
 
@@ -70,8 +74,9 @@ class CompactionConfig(BaseModel):
     threshold_ratio: float = Field(default=0.8, gt=0, le=1)
     #: The recent turns kept whole may fill this share of the window (an estimate).
     retain_ratio: float = Field(default=0.16, gt=0, lt=1)
-    #: ``max_tokens`` of the summary request.
-    summary_max_tokens: int = Field(default=8192, gt=0)
+    #: ``max_tokens`` of the summary request; None: ``min(8192, window // 4)`` of the
+    #: window in use.
+    summary_max_tokens: int | None = Field(default=None, gt=0)
     #: Tool results of earlier turns longer than this (characters) are cut in requests;
     #: None: never.
     prune_tool_results_over: int | None = Field(default=8192, gt=0)
@@ -79,10 +84,11 @@ class CompactionConfig(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> CompactionConfig:
         window = self.context_window
-        if window is not None and window < self.summary_max_tokens:
+        summary = self.summary_max_tokens
+        if window is not None and summary is not None and window < summary:
             raise ValueError(
                 f"context_window ({window}) is smaller than summary_max_tokens "
-                f"({self.summary_max_tokens}): the summary could not fit"
+                f"({summary}): the summary could not fit"
             )
         if self.retain_ratio >= self.threshold_ratio:
             raise ValueError(
@@ -90,6 +96,13 @@ class CompactionConfig(BaseModel):
                 f"({self.threshold_ratio}): the kept turns alone would pass the threshold"
             )
         return self
+
+    def summary_tokens(self, window: int) -> int:
+        """``max_tokens`` of a summary request for a model whose window is ``window``:
+        ``summary_max_tokens``, else ``min(8192, window // 4)`` (at least 1)."""
+        if self.summary_max_tokens is not None:
+            return self.summary_max_tokens
+        return max(1, min(_SUMMARY_TOKENS, window // 4))
 
 
 def _span(numbers: tuple[int, ...]) -> str:
@@ -155,7 +168,7 @@ class Compaction(Service):
     def context_window(self, model: str) -> int:
         """The context window used for ``model``: the config's, else what its adapter
         declares. Raises :class:`dsh.ConfigError` when neither gives one, or when the
-        declared one is smaller than ``summary_max_tokens``."""
+        declared one is smaller than a ``summary_max_tokens`` the config sets."""
         config = self.config
         if config.context_window is not None:
             window: int = config.context_window
@@ -166,7 +179,7 @@ class Compaction(Service):
                 f'compaction: no context window is known for model "{model}" (its adapter '
                 "declares none); set context_window in the compaction config"
             )
-        if declared < config.summary_max_tokens:
+        if declared < config.summary_tokens(declared):
             raise ConfigError(
                 f'compaction: the context window of model "{model}" ({declared} tokens) is '
                 f"smaller than summary_max_tokens ({config.summary_max_tokens})"
@@ -265,7 +278,7 @@ class Compaction(Service):
         request = LlmRequest(
             model=model,
             messages=(*history.summary_input(plan), Message.user(INSTRUCTION)),
-            max_tokens=self.config.summary_max_tokens,
+            max_tokens=self.config.summary_tokens(window),
             session_id=session.id,
         )
         try:

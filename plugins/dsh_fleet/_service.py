@@ -115,10 +115,15 @@ def _added(total: Usage | None, more: Usage) -> Usage:
 
 
 def usage_of(session: Session) -> dict[str, int] | None:
-    """The usage of every model step of ``session`` summed (``Usage.to_json()``): the
-    ``usage/step`` events when the session has any, else the ``usage`` of each
-    ``assistant/message``; None when nothing recorded any."""
-    steps = [e.data.get("usage") for e in session.events if e.type == "usage/step"]
+    """The usage the server reported for every model step of ``session`` summed
+    (``Usage.to_json()``): the ``usage/step`` events when the session has any (those
+    the loop estimated are left out), else the ``usage`` of each ``assistant/message``;
+    None when nothing reported any."""
+    steps = [
+        e.data.get("usage")
+        for e in session.events
+        if e.type == "usage/step" and not e.data.get("estimated")
+    ]
     if not steps:
         steps = [e.data.get("usage") for e in session.events if e.type == "assistant/message"]
     total: Usage | None = None

@@ -121,6 +121,10 @@ def exit_status(reason: Mapping[str, Any] | None) -> int:
     return EXIT_FAILED
 
 
+#: The turn-limit codes of a ``turn/end`` reason, and the config key of each limit.
+_LIMITS = {"MAX_STEPS": "max_steps", "USAGE_LIMIT": "max_turn_tokens"}
+
+
 def describe_end(reason: Mapping[str, Any]) -> str | None:
     """The stderr line reporting a turn end, or None for ``completed``."""
     kind = reason.get("kind")
@@ -130,7 +134,10 @@ def describe_end(reason: Mapping[str, Any]) -> str | None:
     if kind == "aborted":
         return f"[aborted] the turn was cancelled ({reason.get('reason', 'user')})"
     if kind == "error":
-        return f"[error] {message} (code {reason.get('code')})"
+        code = reason.get("code")
+        limit = _LIMITS.get(str(code))
+        hint = f"; the agent config's {limit} sets it" if limit else ""
+        return f"[error] {message} (code {code}{hint})"
     if kind == "blocked":
         return f"[blocked] {message}"
     if kind == "max-tokens":

@@ -57,6 +57,7 @@ async def test_a_listener_answering_true_gets_one_retry_in_a_new_step() -> None:
             "step/end",
             "step/start",
             "assistant/message",
+            "usage/step",
             "step/end",
             "turn/end",
         ]

@@ -3,6 +3,7 @@ terminal prints; persisted and resumed by each store."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,14 +22,25 @@ from dsh_agent_loop import (
     AgentLoop,
     LoopAgent,
     Price,
+    add_usage,
     cost,
     format_usage,
     session_usage,
     turn_usage,
 )
-from dsh_llm import Finish, Llm, TextDelta, Usage, UsageChunk
+from dsh_agent_loop._usage import estimate_usage
+from dsh_llm import (
+    Finish,
+    Llm,
+    LlmRequest,
+    Message,
+    TextBlock,
+    TextDelta,
+    Usage,
+    UsageChunk,
+)
 from dsh_session import Session, SessionHeader, Sessions
-from dsh_system_prompt import SystemPrompt
+from dsh_system_prompt import SystemPrompt, ToolSchema
 from dsh_tools import Tool, ToolCall, Tools
 from tests.plugins.session_store.store_support import STORES
 from tests.support import event_data, event_types
@@ -69,7 +81,7 @@ async def test_each_step_records_its_usage_after_its_assistant_message() -> None
         session = agent.session
         kinds = [k for k in event_types(session) if k != "assistant/chunk"]
         assert kinds[4:8] == ["assistant/message", USAGE_EVENT, "tool/call", "tool/result"]
-        assert event_data(session, USAGE_EVENT) == [
+        assert event_data(session, USAGE_EVENT)[:2] == [
             {
                 "turn": 1,
                 "step": 1,
@@ -86,14 +98,71 @@ async def test_each_step_records_its_usage_after_its_assistant_message() -> None
                 },
             },
         ]
-        # The assistant message keeps its usage too.
-        assert event_data(session, "assistant/message")[1]["usage"]["input_tokens"] == 20
-        # Absent fields count 0; a step without usage adds nothing.
-        assert agent.usage == Usage(30, 5, 5, 4, 1)
+        # The assistant message keeps its usage too (a reported one only).
+        answers = event_data(session, "assistant/message")
+        assert answers[1]["usage"]["input_tokens"] == 20
+        assert "usage" not in answers[2]
+        # The step without usage gets an estimate, marked as one.
+        assert event_data(session, USAGE_EVENT)[2]["estimated"] is True
+        guess = add_usage(NO_USAGE, Usage.from_json(event_data(session, USAGE_EVENT)[2]["usage"]))
+        assert guess.input_tokens > 0
+        # Absent fields count 0; the estimate counts, and is told apart.
+        reported = Usage(30, 5, 5, 4, 1)
+        assert agent.usage == add_usage(reported, guess)
+        assert agent.estimated_usage == guess
         assert agent.usage == session_usage(session)
-        assert turn_usage(session, 1) == Usage(30, 5, 5, 4, 1)
-        assert turn_usage(session, 2) == NO_USAGE
+        assert session_usage(session, estimated=False) == reported
+        assert session_usage(session, estimated=True) == guess
+        assert turn_usage(session, 1) == reported
+        assert turn_usage(session, 1, estimated=True) == NO_USAGE
+        assert turn_usage(session, 2) == guess
+        assert turn_usage(session, 2, estimated=False) == NO_USAGE
         assert turn_usage(session, 3) == NO_USAGE
+
+
+def test_an_estimate_counts_the_utf8_bytes_of_the_request_and_the_answer() -> None:
+    schema = ToolSchema("echo", "Echo.", {"type": "object"})
+    request = LlmRequest(
+        model="m", messages=(Message.user("héllo"),), system="Be brief.", tools=(schema,)
+    )
+    sent = (
+        '{"system":"Be brief.","messages":[{"role":"user","content":[{"type":"text",'
+        '"text":"héllo"}]}],"tools":[{"name":"echo","description":"Echo.",'
+        '"parameters":{"type":"object"}}]}'
+    )
+    answer = Message("assistant", (TextBlock("ok ✓"),))
+    said = '{"role":"assistant","content":[{"type":"text","text":"ok ✓"}]}'
+    # é is 2 bytes and ✓ 3: bytes, not characters, divided by 4 and rounded up.
+    expected = Usage(-(-len(sent.encode()) // 4), -(-len(said.encode()) // 4))
+    assert estimate_usage(request, answer) == expected
+    assert len(sent.encode()) == len(sent) + 1
+    bare = LlmRequest(model="m", messages=())
+    assert estimate_usage(bare, Message("assistant", ())) == Usage(
+        -(-len('{"messages":[],"tools":[]}') // 4),
+        -(-len('{"role":"assistant","content":[]}') // 4),
+    )
+
+
+async def test_the_estimate_is_of_the_request_the_model_was_sent() -> None:
+    async with core() as (root, model, agent):
+
+        async def longer(agent: Any, request: LlmRequest, call_next: Any) -> LlmRequest:
+            sent: LlmRequest = await call_next()
+            return dataclasses.replace(sent, system="x" * 4000)
+
+        root.on("agent/request", longer)
+        model.reply("no usage here")
+        assert await run_turn(agent, "go") == COMPLETED
+        [data] = event_data(agent.session, USAGE_EVENT)
+        answer = agent.session.history()[-1]
+        assert data == {
+            "turn": 1,
+            "step": 1,
+            "usage": estimate_usage(model.requests[0], answer).to_json(),
+            "estimated": True,
+        }
+        assert data["usage"]["input_tokens"] > 1000
+        assert agent.estimated_usage == agent.usage
 
 
 async def test_the_last_usage_chunk_of_a_stream_is_the_steps_usage() -> None:
@@ -132,9 +201,18 @@ async def test_usage_is_persisted_and_resumed(backend: str, tmp_path: Path) -> N
         await store.start(root)
         resumed = cast("LoopAgent", await root.agents.resume(session_id))
         assert resumed.usage == total == Usage(33, 44, 5, 0, 0)
-        model.reply(text("c", usage=(1, 1)))
+        model.reply(text("c", usage=(1, 1)), "d")
         assert await run_turn(resumed, "three") == COMPLETED
         assert resumed.usage == Usage(34, 45, 5, 0, 0)
+        assert await run_turn(resumed, "four") == COMPLETED
+        guess = resumed.estimated_usage
+        assert guess.input_tokens > 0
+        session_id = resumed.session.id
+    async with core() as (root, model, _):
+        await store.start(root)
+        again = cast("LoopAgent", await root.agents.resume(session_id))
+        assert again.estimated_usage == guess
+        assert again.usage == add_usage(Usage(34, 45, 5, 0, 0), guess)
 
 
 async def test_the_loop_declares_the_event_type_while_it_runs() -> None:

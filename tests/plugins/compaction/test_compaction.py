@@ -35,6 +35,7 @@ from tests.plugins.compaction.compaction_support import (
     Rig,
     answer,
     first_seq,
+    is_summary,
     rig,
     said,
 )
@@ -107,6 +108,26 @@ async def test_past_the_threshold_the_next_request_carries_the_summary_and_the_k
         assert await run_turn(r.agent, "d") == COMPLETED
         assert r.model.requests[-1].messages == (*third.messages, said("three"), Message.user("d"))
         assert len(r.summary_requests()) == 1
+
+
+async def test_a_server_reporting_no_usage_is_compacted_on_the_loops_estimate() -> None:
+    async with rig() as r:
+        r.model.respond = lambda request: "SUMMARY" if is_summary(request) else "ok"
+        # A window of 1,000 tokens: about 4,000 bytes of request pass the threshold.
+        turns = 0
+        while not event_data(r.agent.session, CHECKPOINT_EVENT):
+            turns += 1
+            assert turns < 20
+            assert await run_turn(r.agent, A) == COMPLETED
+        events = [e for e in r.agent.session.events if e.type in ("usage/step", CHECKPOINT_EVENT)]
+        assert all(e.data["estimated"] for e in events[:-2])
+        assert events[-2].type == CHECKPOINT_EVENT
+        # Compacted once an estimate passed the threshold (800), before the next step.
+        sizes = [e.data["usage"]["input_tokens"] for e in events[:-2]]
+        assert len(sizes) == turns - 1 > 1
+        assert max(sizes[:-1]) <= 800 < sizes[-1]
+        assert events[-1].data["usage"]["input_tokens"] < sizes[-1]
+        assert r.turn_requests()[-1].messages[0] == summary_message("SUMMARY")
 
 
 async def test_a_prompt_at_the_threshold_is_not_compacted() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dsh import CheckReport, ConfigError, Context
+from dsh import CheckReport, ConfigError, Context, cli
 from dsh.testing import run_turn
 from dsh_agent import NoModelError
 from dsh_compaction import (
@@ -31,6 +31,11 @@ from tests.plugins.compaction.compaction_support import (
     answer,
     rig,
 )
+from tests.support import EXAMPLES
+
+CODING_EXAMPLE = EXAMPLES / "coding-agent" / "dsh.yml"
+#: A turn too long to be kept whole in a window of 4,096 tokens (or less).
+LONG = "l" * 3000
 
 pytestmark = pytest.mark.anyio
 
@@ -59,6 +64,42 @@ async def test_bad_configs_fail_the_plugin(config: dict[str, Any], problem: str)
             await r.root.plugin(Compaction, config)
         assert problem in str(caught.value)
         assert r.root.get("compaction") is None
+
+
+async def test_summary_max_tokens_defaults_to_a_quarter_of_the_window_up_to_8192() -> None:
+    async with rig({"context_window": 4096}) as r:
+        config = r.compaction.config
+        assert config.summary_max_tokens is None
+        assert [config.summary_tokens(w) for w in (4096, 32_768, 200_000, 3)] == [
+            1024,
+            8192,
+            8192,
+            1,
+        ]
+        r.model.reply(answer("one"), "SUMMARY")
+        assert await run_turn(r.agent, LONG) == COMPLETED
+        await r.compaction.compact(r.agent)
+        assert [q.max_tokens for q in r.summary_requests()] == [1024]
+    async with rig({"summary_max_tokens": 300, "context_window": 4096}) as r:
+        assert r.compaction.config.summary_tokens(4096) == 300
+
+
+async def test_a_small_declared_window_gets_a_summary_budget_that_fits() -> None:
+    async with rig({}, window=2000) as r:
+        assert r.compaction.context_window("m") == 2000
+        r.model.reply(answer("one"), "SUMMARY")
+        assert await run_turn(r.agent, LONG) == COMPLETED
+        await r.compaction.compact(r.agent)
+        assert [q.max_tokens for q in r.summary_requests()] == [500]
+
+
+def test_the_coding_example_checks_with_a_4096_token_window(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DSH_CONTEXT_WINDOW", "4096")
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "unused")
+    assert cli.main(["check", str(CODING_EXAMPLE)]) == 0
+    assert capsys.readouterr().out.startswith(f"{CODING_EXAMPLE}: ok")
 
 
 async def test_the_adapters_declared_window_is_the_default() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 import dsh
 from dsh.testing import write_deployment
+from dsh_agent_loop import USAGE_EVENT
 from dsh_llm import ToolResultBlock
 from dsh_session import Sessions
 from tests.plugins.session_store.store_support import Store, json_records
@@ -207,12 +208,13 @@ async def test_records_committed_before_a_sigkill_survive_and_the_turn_is_closed
     assert crash.committed == [
         (1, "user/message"),
         (8, "assistant/message"),
-        (9, "tool/call"),
-        (10, "tool/result"),
-        (11, "step/end"),
+        (10, "tool/call"),  # after the step's usage/step (buffered, written with it)
+        (11, "tool/result"),
+        (12, "step/end"),
     ]
     async with dsh.Context() as ctx:
         await ctx.plugin(Sessions)
+        ctx.sessions.declare_event_types(USAGE_EVENT)  # as the agent loop does
         await crash.store.start(ctx)
         session = await ctx.sessions.resume(crash.session_id)
         for seq, event_type in crash.committed:
@@ -230,7 +232,8 @@ async def test_records_committed_before_a_sigkill_survive_and_the_turn_is_closed
             "assistant/chunk",
         ]
         # Step 2's start, header and chunks were only buffered: lost with the process.
-        assert types[11:] == ["step/end", "turn/end"]
+        assert types[9] == "usage/step"
+        assert types[12:] == ["step/end", "turn/end"]
         assert session.events[-1].data == {"turn": 1, "reason": {"kind": "interrupted"}}
         assert [m.role for m in session.derive_messages()] == ["user", "assistant", "tool"]
         result = session.derive_messages()[-1].content[0]

@@ -120,6 +120,25 @@ def test_run_reports_a_failed_turn(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "unknown-model" in err
 
 
+def test_run_reports_a_turn_that_reached_its_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = echo_deployment(tmp_path, "{model: echo-mock, max_steps: 1}")
+    assert cli.main(["run", str(path), "-p", "echo hello"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert without_session_line(captured.err).splitlines()[-1] == (
+        "[error] the turn reached its limit of 1 steps "
+        "(code MAX_STEPS; the agent config's max_steps sets it)"
+    )
+    path = echo_deployment(tmp_path, "{model: echo-mock, max_turn_tokens: 2}")
+    assert cli.main(["run", str(path), "-p", "echo hello"]) == 1
+    assert without_session_line(capsys.readouterr().err).splitlines()[-1] == (
+        "[error] the turn reached its limit of 2 tokens (used 2) "
+        "(code USAGE_LIMIT; the agent config's max_turn_tokens sets it)"
+    )
+
+
 def test_ctrl_c_while_loading(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
