@@ -3,12 +3,11 @@ the local estimate of a step whose server reported none."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dsh_llm import LlmRequest, Message, Usage, add_usage
+from dsh_llm import LlmRequest, Message, Usage, add_usage, estimate_tokens
 from dsh_session import ChunkRun, Session, SessionEvent
 
 __all__ = [
@@ -89,30 +88,13 @@ def turn_usage(session: Session, turn: int, *, estimated: bool | None = None) ->
     return NO_USAGE
 
 
-def _tokens(document: object) -> int:
-    """The estimate of ``document``: its compact JSON's UTF-8 bytes / 4, rounded up."""
-    encoded = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
-    return -(-len(encoded) // 4)
-
-
 def estimate_usage(request: LlmRequest, answer: Message) -> Usage:
-    """The usage of a step whose server reported none, counted locally.
-
-    Input: the UTF-8 bytes / 4 (rounded up) of the request as one compact JSON
-    object, ``{"system"?, "messages": [Message.to_json()...], "tools": [{"name",
-    "description", "parameters"}...]}`` (``system`` only when set): what the model
-    reads, whatever wire format the adapter wraps it in. Output: the same count of
-    ``answer.to_json()``. RFC 0031.
+    """The usage of a step whose server reported none, counted locally by
+    :func:`dsh_llm.estimate_tokens` (UTF-8 bytes / 4, rounded up): the request as the
+    model reads it (its system prompt, messages and tool schemas, whatever wire format
+    the adapter wraps them in) for the input, the answer for the output. RFC 0031.
     """
-    document: dict[str, object] = {}
-    if request.system is not None:
-        document["system"] = request.system
-    document["messages"] = [message.to_json() for message in request.messages]
-    document["tools"] = [
-        {"name": t.name, "description": t.description, "parameters": t.parameters}
-        for t in request.tools
-    ]
-    return Usage(_tokens(document), _tokens(answer.to_json()))
+    return Usage(estimate_tokens(request), estimate_tokens(answer))
 
 
 def cost(usage: Usage, prices: Mapping[str, Price], model: str | None) -> float | None:

@@ -186,6 +186,14 @@ class Compaction(Service):
             )
         return declared
 
+    async def find_context_window(self, model: str) -> int:
+        """:meth:`context_window`, after the adapter was given the chance to find the
+        window (``llm-openai`` asks its server once, RFC 0030) when nothing gives one
+        without asking. Raises as :meth:`context_window` does."""
+        if self.config.context_window is None and self.home_ctx.llm.context_window(model) is None:
+            await self.home_ctx.llm.find_context_window(model)
+        return self.context_window(model)
+
     def history(self, session: Session) -> list[Message]:
         """The messages the next request of ``session``'s agent would carry: after a
         checkpoint, the summary message and the turns kept since; tool results of
@@ -205,7 +213,7 @@ class Compaction(Service):
         model = agent.model
         if not model:
             raise NoModelError(f'agent "{agent.id}" has no model to write the summary')
-        window = self.context_window(model)
+        window = await self.find_context_window(model)
         state = self._state(agent.session)
         async with state.lock:
             state.history.sync(agent.session)
@@ -228,7 +236,7 @@ class Compaction(Service):
         request = await call_next()
         if not request.model:  # the loop refuses it (NO_MODEL)
             return request
-        window = self.context_window(request.model)
+        window = await self.find_context_window(request.model)
         session = agent.session
         state = self._state(session)
         history = state.history
@@ -246,7 +254,7 @@ class Compaction(Service):
     async def _failed(self, agent: Agent, request: LlmRequest, failure: LlmFailure) -> bool | None:
         if failure.code != "CONTEXT_LENGTH":
             return None
-        window = self.context_window(request.model)
+        window = await self.find_context_window(request.model)
         session = agent.session
         state = self._state(session)
         async with state.lock:
@@ -254,13 +262,14 @@ class Compaction(Service):
             _, compacted = await self._compact(session, state.history, request.model, window)
         return True if compacted else None
 
-    def _check(self, report: CheckReport) -> None:
-        """``dsh check``: a context window is known for every agent's model."""
+    async def _check(self, report: CheckReport) -> None:
+        """``dsh check``: a context window is known for every agent's model (asking the
+        server, as the first request would, when only it can say)."""
         for agent in self.ctx.agents.list():
             if agent.model is None or report.agent not in (None, agent.id):
                 continue
             try:
-                self.context_window(agent.model)
+                await self.find_context_window(agent.model)
             except ConfigError as exc:
                 report.fail(f'{report.path}: agent "{agent.id}": {exc}')
 

@@ -125,21 +125,20 @@ def test_an_estimate_counts_the_utf8_bytes_of_the_request_and_the_answer() -> No
     request = LlmRequest(
         model="m", messages=(Message.user("héllo"),), system="Be brief.", tools=(schema,)
     )
-    sent = (
-        '{"system":"Be brief.","messages":[{"role":"user","content":[{"type":"text",'
-        '"text":"héllo"}]}],"tools":[{"name":"echo","description":"Echo.",'
-        '"parameters":{"type":"object"}}]}'
+    # What the model reads: the system prompt, each message and each tool as compact JSON.
+    read = (
+        'Be brief.{"role":"user","content":[{"type":"text","text":"héllo"}]}'
+        '{"name":"echo","description":"Echo.","parameters":{"type":"object"}}'
     )
     answer = Message("assistant", (TextBlock("ok ✓"),))
     said = '{"role":"assistant","content":[{"type":"text","text":"ok ✓"}]}'
     # é is 2 bytes and ✓ 3: bytes, not characters, divided by 4 and rounded up.
-    expected = Usage(-(-len(sent.encode()) // 4), -(-len(said.encode()) // 4))
+    expected = Usage(-(-len(read.encode()) // 4), -(-len(said.encode()) // 4))
     assert estimate_usage(request, answer) == expected
-    assert len(sent.encode()) == len(sent) + 1
+    assert len(read.encode()) == len(read) + 1
     bare = LlmRequest(model="m", messages=())
     assert estimate_usage(bare, Message("assistant", ())) == Usage(
-        -(-len('{"messages":[],"tools":[]}') // 4),
-        -(-len('{"role":"assistant","content":[]}') // 4),
+        0, -(-len('{"role":"assistant","content":[]}') // 4)
     )
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dsh import Context, load_deployment
+from dsh import CheckReport, Context, load_deployment
 from dsh.testing import run_turn
 from tests.plugins.llm_http_support import Reply
 from tests.support import EXAMPLES
@@ -70,3 +70,43 @@ async def test_a_local_server_that_says_its_window(
     window, sent = await one_turn(server, tmp_path, monkeypatch, DSH_MODEL="local")
     assert (window, sent) == (16384, ["-", "-"])
     assert [seen.path for seen in server.probes] == ["/v1/models", "/props"]
+
+
+async def test_compaction_asks_the_server_for_the_window_before_the_first_request(
+    server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nobody asks first: compaction's own request listener has the adapter probe once.
+    monkeypatch.chdir(tmp_path)
+    server.routes[("GET", "/props")] = Reply.json(
+        200, {"default_generation_settings": {"n_ctx": 16384}}
+    )
+    server.ok("done")
+    server.ok("again")
+    environ = {"DEEPSEEK_API_KEY": "k", "DEEPSEEK_BASE_URL": server.url, "DSH_MODEL": "local"}
+    async with Context() as root:
+        await load_deployment(CODING_AGENT, root, environ=environ)
+        agent = root.agents.get("main")
+        assert await run_turn(agent, "hello") == {"kind": "completed"}
+        assert await run_turn(agent, "and again") == {"kind": "completed"}
+        assert root.compaction.context_window("local") == 16384
+    assert [seen.path for seen in server.probes] == ["/v1/models", "/props"]
+
+
+async def test_dsh_check_asks_the_server_for_a_window_only_it_knows(
+    server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    environ = {"DEEPSEEK_API_KEY": "k", "DEEPSEEK_BASE_URL": server.url, "DSH_MODEL": "local"}
+    async with Context() as root:
+        await load_deployment(CODING_AGENT, root, environ=environ)
+        silent = CheckReport(CODING_AGENT)
+        await root.serial("deployment/check", silent)
+        assert any("no context window is known" in line for line in silent.problems)
+    server.routes[("GET", "/props")] = Reply.json(
+        200, {"default_generation_settings": {"n_ctx": 16384}}
+    )
+    async with Context() as root:
+        await load_deployment(CODING_AGENT, root, environ=environ)
+        told = CheckReport(CODING_AGENT)
+        await root.serial("deployment/check", told)
+        assert told.problems == []
