@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dsh import Context, Plugin
+from dsh import ConfigError, Context, Plugin
 
 from ._config import LocalBashConfig
 from ._executor import LocalExecutor
@@ -29,7 +30,35 @@ class LocalBash(Plugin):
         self.executor = LocalExecutor(config)
 
     def setup(self) -> Iterator[Callable[[], Any]]:
+        self._check_spill_dir()
         executor = self.executor
         yield executor.spill.remove
         yield executor.stop_all
         yield self.ctx.bash.set_executor(executor)
+
+    def _check_spill_dir(self) -> None:
+        """A ``spill_dir`` must be a directory this process can make folders in (the
+        spill folder is made there when a command's output first overflows): else
+        every spill would fail with a warning and keep only the tail in memory."""
+        config: LocalBashConfig = self.config
+        folder = config.spill_dir
+        if folder is None or config.spill_max_bytes == 0:
+            return
+        path = os.path.abspath(folder)  # as the spill folder is made: no `~` expansion
+        if not os.path.isdir(path):
+            if os.path.isfile(path):
+                what = "is a regular file, not a directory"
+            elif os.path.lexists(path):
+                what = "is not a directory"
+            else:
+                what = "does not exist"
+        elif not os.access(path, os.W_OK | os.X_OK):
+            what = "is not writable by this process"
+        else:
+            return
+        entry = self.ctx.fiber.entry
+        where = "" if entry is None else f"{entry.locate(('spill_dir',))}: "
+        raise ConfigError(
+            f'{where}bash-local spill_dir "{path}" cannot be used: it {what} (the spill '
+            "folder of long outputs is made in it)"
+        )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ._describe import TITLE_CHARS, describe_session, short_title
 from ._event import OpaqueEvent, SessionError, SessionEvent
 from ._packed import CHUNKS_ROW, ChunkRun, EventLog
+from ._paths import directory_problem, path_error, store_path
 from ._persistence import (
     DURABLE_EVENTS,
     SESSION_ID,
@@ -37,7 +38,13 @@ from ._session import (
     SessionHeader,
     message_of,
 )
-from ._store import Sessions, SessionSpecs, StoredSession
+from ._store import (
+    Sessions,
+    SessionSpecs,
+    SessionStoreConflictError,
+    StoredSession,
+    UnsavedRecords,
+)
 
 plugin = Sessions
 
@@ -68,16 +75,21 @@ __all__ = [
     "SessionInUseError",
     "SessionReadError",
     "SessionSpecs",
+    "SessionStoreConflictError",
     "SessionSummary",
     "SessionWriteError",
     "Sessions",
     "StoredSession",
+    "UnsavedRecords",
     "check_event",
     "check_log",
     "check_session_id",
     "describe_session",
+    "directory_problem",
     "message_of",
+    "path_error",
     "plugin",
     "recent_first",
     "short_title",
+    "store_path",
 ]

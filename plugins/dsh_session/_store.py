@@ -7,9 +7,10 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dsh import Context, Disposer, Service, hookspec
+from dsh import Context, Disposer, Fiber, Service, counted, hookspec
 from dsh_llm import Usage
 
 from ._event import SessionError, SessionEvent
@@ -17,7 +18,36 @@ from ._packed import EventLog
 from ._persistence import DURABLE_EVENTS, Lease, SessionInUseError, check_session_id
 from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionHeader
 
-__all__ = ["SessionSpecs", "Sessions", "StoredSession"]
+__all__ = [
+    "SessionSpecs",
+    "SessionStoreConflictError",
+    "Sessions",
+    "StoredSession",
+    "UnsavedRecords",
+]
+
+
+class SessionStoreConflictError(SessionError):
+    """A second persistence backend asked to persist the sessions of a store that one
+    already persists (see :meth:`Sessions.persist`)."""
+
+    code = "SESSION_STORE_CONFLICT"
+
+
+@dataclass(frozen=True)
+class UnsavedRecords:
+    """Records of a live session that a persistence backend holds but could not store
+    (see :meth:`Sessions.flush`): how many, and the error of the last try."""
+
+    session_id: str
+    records: int
+    error: Exception
+
+    def __str__(self) -> str:
+        return (
+            f"{counted(self.records, 'record')} of session {self.session_id} could not be "
+            f"stored: {self.error}"
+        )
 
 
 class StoredSession(Protocol):
@@ -89,6 +119,12 @@ class SessionSpecs:
         :meth:`Sessions.lease`), or None when it does not take leases."""
 
     @hookspec
+    def session_flush(self, session: Session, unsaved: list[Any]) -> None:
+        """Emit: each persistence backend writes what it buffers of the live
+        ``session`` now, and appends an :class:`UnsavedRecords` to ``unsaved`` when
+        it cannot."""
+
+    @hookspec
     def session_snapshot(self, session_id: str) -> Any:
         """Serial: a persistence backend returns ``(header, events)`` of the stored
         session as committed now, read without a lock and writing nothing (a damaged
@@ -111,6 +147,8 @@ class Sessions(Service):
         #: The durable types: the built-in ones (held for good), and the declared types
         #: with how many durable declarations hold each.
         self._durable: dict[str, int] = dict.fromkeys(DURABLE_EVENTS, 1)
+        #: The fiber of the persistence backend that persists this store's sessions.
+        self._backend: Fiber | None = None
 
     def _publish(self, session: Session, event: SessionEvent) -> None:
         # Scoped to the session's owner: a listener registered through another agent's
@@ -202,6 +240,40 @@ class Sessions(Service):
             _release(self._declared, kind)
             if durable:
                 _release(self._durable, kind)
+
+    def persist(self) -> Disposer:
+        """Make the calling plugin the persistence backend of this store while it
+        lives; returns the exact disposer. One backend per store: each backend writes
+        every session, so with two every session would be stored (and listed) twice.
+        Raises :class:`SessionStoreConflictError` naming both plugins (with their
+        deployment entries) when another backend holds the store."""
+        fiber = self.ctx.fiber
+        holder = self._backend
+        if holder is not None and holder is not fiber:
+            raise SessionStoreConflictError(
+                f"the sessions are already persisted by {holder.describe()}: a deployment "
+                "loads one session store (session-jsonl or session-sqlite), as each one "
+                "writes every session and dsh sessions would list each twice; remove one "
+                "of the two entries"
+            )
+
+        def body() -> Callable[[], None]:
+            self._backend = fiber
+            return self._unpersist
+
+        return self.ctx.effect(body, label="session persistence")
+
+    def _unpersist(self) -> None:
+        self._backend = None
+
+    def flush(self, session: Session) -> list[UnsavedRecords]:
+        """Have the persistence backends write what they buffer of the live
+        ``session`` now (``session/flush``); returns what they could not store (empty
+        when every record is stored, or when nothing persists sessions). A front-end
+        calls it when a run ends, to say so when records are lost."""
+        unsaved: list[UnsavedRecords] = []
+        self.home_ctx.emit("session/flush", session, unsaved, scope=session._scope)
+        return unsaved
 
     def durable_types(self) -> AbstractSet[str]:
         """The event types a persistence backend makes durable before ``append``

@@ -37,6 +37,7 @@ __all__ = [
     "InvalidRecord",
     "Parsed",
     "check_session_id",
+    "decode_line",
     "encode",
     "encode_header",
     "parse_event",
@@ -71,7 +72,7 @@ def encode_header(header: SessionHeader) -> bytes:
 # -- checking records ------------------------------------------------------------------
 
 
-def _decode(line: bytes) -> object:
+def decode_line(line: bytes) -> object:
     """A line's JSON value, or the :class:`InvalidRecord` saying why it has none."""
     try:
         return json.loads(line)
@@ -86,7 +87,7 @@ def parse_record(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionE
     ``known`` is the set of event types accepted: the built-in ones, and those the
     plugins of the running deployment declared (``sessions.event_types()``).
     """
-    return check_event(_decode(line), known)
+    return check_event(decode_line(line), known)
 
 
 def parse_event(line: bytes, known: AbstractSet[str] = EVENT_TYPES) -> SessionEvent:
@@ -173,7 +174,7 @@ def parse_log(
     version = header_version(lines[0])
     body = lines[1:]
     try:
-        checked = check_log(map(_decode, body), known, lambda index: f"line {index + 2}")
+        checked = check_log(map(decode_line, body), known, lambda index: f"line {index + 2}")
     except LogDamage as exc:
         raise SessionCorruptError(exc.problem, path, exc.index + 2) from None
     if checked.bad is None:

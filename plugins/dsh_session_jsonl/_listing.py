@@ -10,14 +10,24 @@ from dsh import DshError
 from dsh_llm import LlmFormatError, Message, Usage, add_usage
 from dsh_session import (
     ChunkRun,
+    LogDamage,
     OpaqueEvent,
     SessionEvent,
     SessionReadError,
     SessionSummary,
+    check_log,
     recent_first,
 )
 
-from ._format import FILE_NAME, SESSION_ID, InvalidRecord, parse_event, parse_header, parse_record
+from ._format import (
+    FILE_NAME,
+    SESSION_ID,
+    InvalidRecord,
+    decode_line,
+    parse_event,
+    parse_header,
+    parse_record,
+)
 
 __all__ = ["TITLE_CHARS", "SessionSummary", "list_sessions"]
 
@@ -88,6 +98,19 @@ def _scan(file: BinaryIO, start: int, size: int) -> tuple[str | None, Usage | No
     return title, usage
 
 
+def _damage(file: BinaryIO, start: int, size: int) -> str | None:
+    """What makes the records between ``start`` and ``size`` a log that loading
+    refuses (the rule of ``dsh_session.check_log``: an invalid record with a committed
+    turn end after it, or a seq gap), or None. A torn last line is no damage."""
+    file.seek(start)
+    lines = file.read(size - start).split(b"\n")[:-1]  # the part after the last newline is torn
+    try:
+        check_log(map(decode_line, lines), label=lambda index: f"line {index + 2}")
+    except LogDamage as exc:
+        return f"damaged at line {exc.index + 2}: {exc.problem}"
+    return None
+
+
 def _summarize(session_id: str, path: Path) -> SessionSummary | None:
     """The summary of the session file ``path``; None when no file was published
     there (a crash during creation left only the directory)."""
@@ -98,6 +121,9 @@ def _summarize(session_id: str, path: Path) -> SessionSummary | None:
                 return SessionSummary(session_id, path, error=f"{path}:1: no complete header")
             header = parse_header(first, str(path), session_id)
             size = os.fstat(file.fileno()).st_size
+            damage = _damage(file, len(first), size)
+            if damage is not None:
+                return SessionSummary(session_id, path, error=f"{path}: {damage}")
             last, latest = _last_events(file, len(first), size)
             title, usage = _scan(file, len(first), size)
     except FileNotFoundError:

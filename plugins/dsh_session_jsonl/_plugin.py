@@ -12,7 +12,21 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh import Context, Plugin
-from dsh_session import EventLog, Lease, Session, SessionEvent, SessionHeader, StoredSession
+from dsh_session import (
+    EventLog,
+    Lease,
+    Session,
+    SessionDataError,
+    SessionEvent,
+    SessionFencedError,
+    SessionHeader,
+    SessionWriteError,
+    StoredSession,
+    UnsavedRecords,
+    directory_problem,
+    path_error,
+    store_path,
+)
 
 from ._errors import SessionExistsError, SessionInUseError
 from ._format import FILE_NAME, check_session_id
@@ -50,7 +64,7 @@ class JsonlSessions(Plugin):
     def __init__(self, ctx: Context, config: JsonlSessionsConfig) -> None:
         super().__init__(ctx, config)
         #: The session root, made absolute when the plugin started.
-        self.root: Path = Path(config.root).expanduser().absolute()
+        self.root: Path = store_path(ctx, "root", config.root)
         self._fsync = config.fsync
         self._logs: dict[str, SessionLog] = {}
         # Sessions loaded by ``session/open`` that the store has not adopted yet: the
@@ -60,9 +74,15 @@ class JsonlSessions(Plugin):
         self._leases: dict[str, LeaseFile] = {}
 
     def setup(self) -> Iterator[Callable[[], object]]:
+        ctx = self.ctx
+        # One store per deployment, and a root that can hold sessions: checked before
+        # anything is touched, so `dsh check` names the mistake.
+        yield ctx.sessions.persist()
+        problem = directory_problem(self.root)
+        if problem is not None:
+            raise path_error(ctx, "root", self.root, problem)
         for path in sweep_stale(self.root, time.time()):
             _log.info("removed %s, left by a crash while a session was created", path)
-        ctx = self.ctx
         yield ctx.on("session/created", self._created)
         yield ctx.on("session/event", self._event)
         yield ctx.on("session/disposed", self._disposed)
@@ -70,6 +90,7 @@ class JsonlSessions(Plugin):
         yield ctx.on("session/list", self._stored)
         yield ctx.on("session/lease", self._lease)
         yield ctx.on("session/snapshot", self._snapshot)
+        yield ctx.on("session/flush", self._flush)
         # Undone first, while the listeners above still write: see `_close_all`.
         yield self._close_all
         # Sessions that went live before this plugin started (or while it restarted).
@@ -150,6 +171,15 @@ class JsonlSessions(Plugin):
         )
         self._logs[session.id] = log
         log.add(missing)
+
+    def _flush(self, session: Session, unsaved: list[UnsavedRecords]) -> None:
+        log = self._logs.get(session.id)
+        if log is None:
+            return
+        try:
+            log.flush()
+        except (SessionWriteError, SessionExistsError, SessionDataError, SessionFencedError) as exc:
+            unsaved.append(UnsavedRecords(session.id, log.pending, exc))
 
     def _disposed(self, session: Session) -> None:
         log = self._logs.pop(session.id, None)

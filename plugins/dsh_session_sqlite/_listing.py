@@ -17,12 +17,14 @@ from dsh_session import (
     ChunkRun,
     EventLog,
     InvalidRecord,
+    LogDamage,
     OpaqueEvent,
     SessionCorruptError,
     SessionEvent,
     SessionHeader,
     SessionSummary,
     check_event,
+    check_log,
     check_session_id,
     recent_first,
 )
@@ -52,6 +54,9 @@ def _summarize(connection: sqlite3.Connection, path: Path, row: tuple[Any, ...])
         header = header_of((session_id, *rest), path)
     except SessionCorruptError as exc:
         return SessionSummary(session_id, path, error=str(exc))
+    damage = _damage(connection, key)
+    if damage is not None:
+        return SessionSummary(session_id, path, error=f"{path}: session {session_id!r}, {damage}")
     last: SessionEvent | None = None
     latest: SessionEvent | None = None  # an opaque record counts: it is history
     # Newest first, read lazily: usually the first row is the answer.
@@ -68,6 +73,18 @@ def _summarize(connection: sqlite3.Connection, path: Path, row: tuple[Any, ...])
             break
     title, usage = _title_and_usage(connection, key)
     return SessionSummary.of(path, header, last, title=title, usage=usage, latest=latest)
+
+
+def _damage(connection: sqlite3.Connection, key: int) -> str | None:
+    """What makes session ``key``'s records a log that loading refuses (the rule of
+    ``dsh_session.check_log``: an invalid record with a committed turn end after it,
+    or a seq gap), or None."""
+    rows = connection.execute(f"{_ROWS} ORDER BY seq", (key,)).fetchall()
+    try:
+        check_log(map(decode_event, rows), label=lambda index: f"seq {rows[index][0]}")
+    except LogDamage as exc:
+        return f"damaged at seq {rows[exc.index][0]}: {exc.problem}"
+    return None
 
 
 def _events(connection: sqlite3.Connection, key: int, where: str) -> Iterator[SessionEvent]:

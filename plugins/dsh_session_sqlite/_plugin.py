@@ -17,15 +17,22 @@ from dsh_session import (
     Session,
     SessionEvent,
     SessionExistsError,
+    SessionFencedError,
     SessionHeader,
     SessionInUseError,
     SessionSummary,
+    SessionWriteError,
     StoredSession,
+    UnsavedRecords,
     check_session_id,
+    directory_problem,
+    path_error,
+    store_path,
 )
 
 from ._lease import take_lease
 from ._listing import list_sessions, read_session
+from ._locks import locks_of
 from ._log import Database, SqliteLog, adopt, attach, load_session
 
 __all__ = ["SqliteSessions", "SqliteSessionsConfig"]
@@ -60,7 +67,7 @@ class SqliteSessions(Plugin):
     def __init__(self, ctx: Context, config: SqliteSessionsConfig) -> None:
         super().__init__(ctx, config)
         #: The database file, made absolute when the plugin started.
-        self.path: Path = Path(config.path).expanduser().absolute()
+        self.path: Path = store_path(ctx, "path", config.path)
         self._db = Database(self.path, fsync=config.fsync, busy_ms=config.busy_timeout_ms)
         self._logs: dict[str, SqliteLog] = {}
         # Sessions loaded by ``session/open`` that the store has not adopted yet:
@@ -70,11 +77,17 @@ class SqliteSessions(Plugin):
         self._leases: dict[str, Lease] = {}
 
     def setup(self) -> Iterator[Callable[[], object]]:
+        ctx = self.ctx
+        # One store per deployment, and a path that can hold a database: checked
+        # before anything is touched, so `dsh check` names the mistake.
+        yield ctx.sessions.persist()
+        problem = _path_problem(self.path)
+        if problem is not None:
+            raise path_error(ctx, "path", self.path, problem)
         # An existing file is opened and checked now: a damaged, foreign or locked
         # database fails the plugin here, naming the file.
         self._db.open(create=False)
         yield self._db.close
-        ctx = self.ctx
         yield ctx.on("session/created", self._created)
         yield ctx.on("session/event", self._event)
         yield ctx.on("session/disposed", self._disposed)
@@ -82,6 +95,7 @@ class SqliteSessions(Plugin):
         yield ctx.on("session/list", self._stored)
         yield ctx.on("session/lease", self._lease)
         yield ctx.on("session/snapshot", self._snapshot)
+        yield ctx.on("session/flush", self._flush)
         # Undone first, while the listeners above still write: see `_close_all`.
         yield self._close_all
         # Sessions that went live before this plugin started (or while it restarted).
@@ -140,6 +154,15 @@ class SqliteSessions(Plugin):
             _log.warning("%s", note)
         self._logs[session.id] = log
         log.add(missing)
+
+    def _flush(self, session: Session, unsaved: list[UnsavedRecords]) -> None:
+        log = self._logs.get(session.id)
+        if log is None:
+            return
+        try:
+            log.flush()
+        except (SessionWriteError, SessionExistsError, SessionFencedError) as exc:
+            unsaved.append(UnsavedRecords(session.id, log.pending, exc))
 
     def _disposed(self, session: Session) -> None:
         log = self._logs.pop(session.id, None)
@@ -214,3 +237,17 @@ class SqliteSessions(Plugin):
 
     def __repr__(self) -> str:
         return f"<SqliteSessions {self.path} ({len(self._logs)} live)>"
+
+
+def _path_problem(path: Path) -> str | None:
+    """Why the database file ``path`` cannot be used, or None (its checks as a
+    database come when it is opened)."""
+    if path.is_dir():
+        return "it is a directory, not a database file"
+    problem = directory_problem(path.parent)
+    if problem is not None:
+        return f"its folder cannot hold it ({problem})"
+    locks = locks_of(path)
+    if locks.exists() and not locks.is_dir():
+        return f"its lock folder {locks} is not a directory"
+    return None

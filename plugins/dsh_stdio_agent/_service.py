@@ -566,6 +566,11 @@ class _Chat:
         session = self.agent.session
         if self.show_session and session.events and not (self.interactive and prompt is None):
             self.note(f"session: {session.id}")
+        # Records a backend could not store (a write failed and no retry succeeded):
+        # the run says so last and fails, whatever its turns did.
+        for unsaved in self.owner.home_ctx.sessions.flush(session):
+            self.note(f"[lost] {unsaved}")
+            status = status or EXIT_FAILED
         return status
 
     async def turn(self, text: str) -> Mapping[str, Any] | None:

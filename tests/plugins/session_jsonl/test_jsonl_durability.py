@@ -287,8 +287,10 @@ async def test_a_failed_creation_leaves_nothing_and_is_retried(
 
 async def test_a_root_that_cannot_be_created(tmp_path: Path) -> None:
     root = tmp_path / "file"
-    root.write_text("not a directory")
     async with jsonl_runtime(root) as (_, sessions, _):
+        # A root that became a file after the plugin started (a file there before
+        # fails the plugin: tests/plugins/session/test_store_checks.py).
+        root.write_text("not a directory")
         session = sessions.create()
         with pytest.raises(SessionWriteError, match="cannot create session file"):
             append_user(session, "first")

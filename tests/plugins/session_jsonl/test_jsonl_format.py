@@ -282,7 +282,8 @@ def test_list_sessions_reads_the_title_and_sums_the_usage(tmp_path: Path) -> Non
         [
             header_record("s"),
             event_record(0, "turn/start", {"turn": 1}),
-            # A damaged first user message (not a valid message) is not the title.
+            # A damaged first user message (not a valid message) is not the title. (No
+            # turn end follows it, so it is a damaged tail, not damaged history.)
             event_record(1, "user/message", {"turn": 1, "message": "broken"}),
             user(2, "x" * 300),
             # Lines that only mention the types are not counted.
@@ -291,7 +292,6 @@ def test_list_sessions_reads_the_title_and_sums_the_usage(tmp_path: Path) -> Non
             answer(5, note="usage"),
             answer(6, {"input_tokens": "many"}),
             answer(7, {"input_tokens": 3, "output_tokens": 4}),
-            event_record(8, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
         ],
     )
     (summary,) = list_sessions(tmp_path)

@@ -186,9 +186,10 @@ def newer_database(store: SqliteStore) -> None:
         (damaged_database, "malformed"),
         (foreign_database, "(user_version 0; tables: notes)"),
         (newer_database, "(user_version 7; tables: events, sessions)"),
-        (lambda s: s.path.mkdir(parents=True), "unable to open database file"),
     ],
-    ids=["garbage", "damaged", "foreign", "newer", "directory"],
+    # A path that is a directory fails as a config error naming the key, before it
+    # is opened: tests/plugins/session/test_store_checks.py.
+    ids=["garbage", "damaged", "foreign", "newer"],
 )
 async def test_an_unusable_database_fails_the_plugin_naming_the_file(
     store: SqliteStore, make: Any, problem: str
@@ -217,9 +218,11 @@ async def test_a_locked_database_fails_the_plugin_naming_the_file(store: SqliteS
 
 
 async def test_a_database_that_cannot_be_created(tmp_path: Path) -> None:
-    (tmp_path / "file").write_text("not a directory")
     store = SqliteStore(tmp_path / "file")
     async with store.runtime() as (_, sessions, _):
+        # Its folder's place taken by a file after the plugin started (a file there
+        # before fails the plugin: tests/plugins/session/test_store_checks.py).
+        store.path.parent.write_text("not a directory")
         session = sessions.create()
         with pytest.raises(SessionWriteError, match="cannot create session database") as info:
             append_user(session, "first")
@@ -318,6 +321,23 @@ async def test_a_full_disk_is_rolled_back_and_retried(store: SqliteStore) -> Non
         connection.execute("PRAGMA max_page_count = 1000000")
         append_user(session, "third")
         assert [r["seq"] for r in store.records(session.id)] == [0, 1, 2]
+
+
+async def test_flush_reports_the_records_a_locked_database_keeps_out(store: SqliteStore) -> None:
+    store.store("other", [])  # the database exists
+    async with store.runtime(busy_timeout_ms=0) as (_, sessions, _):
+        session = sessions.create(id="new")
+        append_user(session, "first")
+        session.append("turn/start", {"turn": 1})
+        with write_lock(store.path):
+            (unsaved,) = sessions.flush(session)
+        assert (unsaved.session_id, unsaved.records) == ("new", 1)
+        assert isinstance(unsaved.error, SessionWriteError)
+        assert str(unsaved).startswith(
+            '1 record of session new could not be stored: cannot write session "new"'
+        )
+        assert sessions.flush(session) == []  # free again: written now
+        assert [r["seq"] for r in store.records("new")] == [0, 1]
 
 
 async def test_a_first_write_that_fails_keeps_the_lock_for_the_retry(store: SqliteStore) -> None:
