@@ -89,6 +89,17 @@ TARGETS: dict[str, list[str]] = {
         "tests/plugins/session_sqlite",
         "tests/plugins/session_store",
     ],
+    "plugins/dsh_session/_paths.py": ["tests/plugins/session"],
+    "dsh/lifeline.py": ["tests/core/test_lifeline.py"],
+    "dsh/_shutdown.py": ["tests/core/test_sigterm.py"],
+    "dsh/_stderr.py": ["tests/core/test_sigterm.py"],
+    "plugins/dsh_fs_local/_atomic.py": ["tests/plugins/fs_local"],
+    "plugins/dsh_fs_local/_backend.py": ["tests/plugins/fs_local"],
+    "plugins/dsh_fs_local/_deny.py": ["tests/plugins/fs_local"],
+    "plugins/dsh_fs_local/_fence.py": ["tests/plugins/fs_local"],
+    "plugins/dsh_fs_local/_ignore.py": ["tests/plugins/fs_local"],
+    "plugins/dsh_fs_local/_paths.py": ["tests/plugins/fs_local"],
+    "plugins/dsh_fs_local/_walk.py": ["tests/plugins/fs_local"],
 }
 
 _FLIPS: dict[type[ast.cmpop], str] = {
