@@ -65,19 +65,29 @@ async def stdio(
     inbound_writer, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outbound, outbound_reader = anyio.create_memory_object_stream[SessionMessage](0)
     patient = False
+    # stderr is read until its end, after the shutdown too (what a server says as it
+    # exits is its log's last word), for GRACE at most once the process is gone.
+    drained = anyio.Event()
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_read, process.stdout, inbound_writer)
-            tg.start_soon(_drain, process.stderr, errors)
-            tg.start_soon(_write, outbound_reader, process.stdin)
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(_drain, process.stderr, errors, drained)
             try:
-                yield inbound, outbound
-                patient = True
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_read, process.stdout, inbound_writer)
+                    tg.start_soon(_write, outbound_reader, process.stdin)
+                    try:
+                        yield inbound, outbound
+                        patient = True
+                    finally:
+                        tg.cancel_scope.cancel()
             finally:
-                tg.cancel_scope.cancel()
+                with anyio.CancelScope(shield=True):
+                    await _shut(process, patient=patient)
+                    with anyio.move_on_after(GRACE):
+                        await drained.wait()
+                outer.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await _shut(process, patient=patient)
             for stream in (inbound_writer, inbound, outbound, outbound_reader):
                 await stream.aclose()
             await reap(process)
@@ -91,18 +101,14 @@ async def _read(
         await _lines(stdout, sink)
 
 
-async def _drain(stderr: ByteReceiveStream, errors: StderrLog) -> None:
+async def _drain(stderr: ByteReceiveStream, errors: StderrLog, drained: anyio.Event) -> None:
     try:
         async for chunk in stderr:
             await errors.write(chunk)
-    except (
-        anyio.BrokenResourceError,
-        anyio.ClosedResourceError,
-    ):  # pragma: no cover - the pipe closed under a read at shutdown
-        pass
     finally:
         with anyio.CancelScope(shield=True):
             await errors.aclose()
+        drained.set()
 
 
 def _quoted(line: str) -> str:

@@ -92,3 +92,13 @@ async def test_the_stderr_log_is_named_by_the_server_and_survives_an_unwritable_
         'MCP server "test": one',
         'MCP server "test": two',
     ]
+
+
+async def test_what_a_server_writes_to_stderr_as_it_exits_reaches_its_log(
+    state_home: Path,
+) -> None:
+    script = "echo starting >&2; read line; echo last words >&2"
+    async with _stdio.stdio("sh", ["-c", script], dict(os.environ), None, errors()) as (_, w):
+        del w  # nothing is sent: stdin is closed on the way out, and the script ends
+    log = state_home / "dsh" / "mcp" / "test.log"
+    assert log.read_text(encoding="utf-8") == "starting\nlast words\n"
