@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -332,7 +333,9 @@ class Fleet(Service):
         session created or loaded, a ``fleet/attempt`` event recorded, a turn the last
         attempt left open closed as interrupted, and the messages of
         :meth:`_messages` sent to an agent of the task's model; the result is read from
-        the session once the agent is idle. Raises
+        the session once the agent is idle. Raises :class:`FleetError` when the job's
+        ``cwd`` is not a folder in this process (a worker on another machine, a folder
+        removed since the tasks file was read) before anything is stored,
         :class:`dsh_session.SessionFencedError` when a newer attempt took the session
         over meanwhile, and what the store raises (a session another writer holds).
         """
@@ -340,6 +343,11 @@ class Fleet(Service):
         stored = await sessions.snapshot(job.session)
         if stored is not None and state_of(stored) in FINISHED:
             return result_of(job, stored)
+        if not await anyio.Path(job.cwd).is_dir():
+            raise FleetError(
+                f'task "{job.task}": its cwd "{job.cwd}" is not a folder here (on '
+                f"{socket.gethostname()}): nothing ran"
+            )
         lease = await sessions.lease(job.session)
         agent_id = f"fleet:{job.task}"
         if lease.stored:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +28,9 @@ _DIGEST_CHARS = 16
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """One line of a tasks file: ``cwd`` is absolute (a relative one is taken from the
-    tasks file's folder), ``model`` None when the line names none."""
+    """One line of a tasks file: ``cwd`` is an absolute path to a folder that existed
+    when the file was read (a relative one is taken from the tasks file's folder, ``~``
+    is expanded), ``model`` None when the line names none."""
 
     id: str
     prompt: str
@@ -47,6 +50,21 @@ def session_id_for(deployment: str, task_id: str) -> str:
     session_id = f"{slug}-{digest[:_DIGEST_CHARS]}"
     assert SESSION_ID.fullmatch(session_id)  # a slug of plain characters, a hex digest
     return session_id
+
+
+def _folder_problems(cwd: str, resolved: str) -> list[str]:
+    """What keeps the folder ``resolved`` (a task's ``cwd`` made absolute) from being a
+    task's working directory: nothing, or one problem naming ``cwd`` as written."""
+    shown = f'cwd "{cwd}"'
+    if resolved != cwd:
+        shown += f" ({resolved})"
+    try:
+        mode = os.stat(resolved).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return [f"{shown} does not exist"]
+    except OSError as exc:  # a symlink loop, a parent without search permission
+        return [f"{shown} cannot be used: {exc.strerror}"]
+    return [] if stat.S_ISDIR(mode) else [f"{shown} is not a directory"]
 
 
 def _task_of(
@@ -72,8 +90,12 @@ def _task_of(
     if "prompt" in value and (not isinstance(prompt, str) or not prompt.strip()):
         problems.append(f"{where}: `prompt` must be a non-empty string")
     cwd = value.get("cwd")
+    resolved: str | None = None
     if cwd is not None and (not isinstance(cwd, str) or not cwd):
         problems.append(f"{where}: `cwd` must be a non-empty string (a folder)")
+    elif cwd is not None:
+        resolved = os.path.abspath(folder / os.path.expanduser(cwd))
+        problems.extend(f"{where}: {problem}" for problem in _folder_problems(cwd, resolved))
     model = value.get("model")
     if model is not None and (not isinstance(model, str) or not model):
         problems.append(f"{where}: `model` must be a non-empty string")
@@ -87,7 +109,6 @@ def _task_of(
         problems.append(f'{where}: unknown model "{model}"; known models: {known}')
     if problems:
         return None, problems
-    resolved = None if cwd is None else str((folder / Path(cwd).expanduser()).resolve())
     return Task(str(task_id), str(prompt), resolved, model), []
 
 
@@ -98,7 +119,8 @@ def read_tasks(
 
     Every line is checked before anything runs: a line that is not a JSON object (or
     is nested too deeply to decode), a missing or malformed
-    ``id``/``prompt``/``cwd``/``model``, an unknown key, a model no adapter serves
+    ``id``/``prompt``/``cwd``/``model``, a ``cwd`` that is not an existing folder
+    (relative to the file's folder), an unknown key, a model no adapter serves
     (``models``), a task without a model when there is no ``default_model``, and an id
     repeated. Raises :class:`TaskFileError` listing every problem as
     ``<path>:<line>: …``.

@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._config import McpConfig, McpServerConfig
-from ._errors import MCP_DISCONNECTED, MCP_TIMEOUT, MCP_TOOL_ERROR, McpStartupError
+from ._errors import (
+    MCP_DISCONNECTED,
+    MCP_TIMEOUT,
+    MCP_TOOL_ERROR,
+    McpNotAServerError,
+    McpStartupError,
+)
 from ._names import tool_name
 from ._plugin import Mcp, McpArguments
 
@@ -25,6 +31,7 @@ __all__ = [
     "Mcp",
     "McpArguments",
     "McpConfig",
+    "McpNotAServerError",
     "McpServer",
     "McpServerConfig",
     "McpStartupError",

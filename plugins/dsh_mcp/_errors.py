@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dsh import DshError
 
-__all__ = ["MCP_DISCONNECTED", "MCP_TIMEOUT", "MCP_TOOL_ERROR", "McpStartupError"]
+__all__ = [
+    "MCP_DISCONNECTED",
+    "MCP_TIMEOUT",
+    "MCP_TOOL_ERROR",
+    "McpNotAServerError",
+    "McpStartupError",
+]
 
 #: The server answered the call with ``isError`` (or a JSON-RPC error).
 MCP_TOOL_ERROR = "MCP_TOOL_ERROR"
@@ -19,3 +25,11 @@ class McpStartupError(DshError, RuntimeError):
     line per server, ``<file>:<line>: MCP server "<name>" failed to start: <reason>``."""
 
     code = "MCP_STARTUP"
+
+
+class McpNotAServerError(DshError, ConnectionError):
+    """A command server's first output line is not what an MCP server sends (not
+    JSON-RPC, or a request only a client sends: a command that repeats its input, like
+    ``cat``); the server fails to start with this message."""
+
+    code = "MCP_NOT_A_SERVER"

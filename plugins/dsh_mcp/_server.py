@@ -28,6 +28,7 @@ from dsh_tools import ToolResult
 from ._config import McpConfig, McpServerConfig
 from ._errors import MCP_DISCONNECTED, MCP_TIMEOUT, MCP_TOOL_ERROR
 from ._results import render
+from ._stderr import StderrLog
 from ._stdio import stdio
 
 __all__ = ["McpServer", "backoff"]
@@ -222,6 +223,7 @@ class McpServer:
             spec.args,
             {**get_default_environment(), **spec.env},
             None if spec.cwd is None else self._base / spec.cwd,
+            StderrLog(self.name, self._logger),
         )
 
     async def _pump(self, read: _Inbound, writer: _InboundWriter, conn: _Connection) -> None:

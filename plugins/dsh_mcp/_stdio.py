@@ -9,6 +9,7 @@ a line) and shutdown sequence (stdin closed, then SIGTERM and SIGKILL to the gro
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -26,10 +27,15 @@ from pydantic import ValidationError
 
 from dsh.lifeline import open_process, reap
 
+from ._errors import McpNotAServerError
+from ._stderr import StderrLog
+
 __all__ = ["GRACE", "stdio"]
 
 #: How long the server may take to exit after its stdin is closed, and after SIGTERM.
 GRACE = 2.0
+#: How many characters of a line a message quotes.
+_QUOTED = 60
 
 Inbound: TypeAlias = MemoryObjectReceiveStream[SessionMessage | Exception]
 Outbound: TypeAlias = MemoryObjectSendStream[SessionMessage]
@@ -37,38 +43,51 @@ Outbound: TypeAlias = MemoryObjectSendStream[SessionMessage]
 
 @contextlib.asynccontextmanager
 async def stdio(
-    command: str, args: list[str], env: Mapping[str, str], cwd: Path | None
+    command: str, args: list[str], env: Mapping[str, str], cwd: Path | None, errors: StderrLog
 ) -> AsyncIterator[tuple[Inbound, Outbound]]:
     """Run ``command args`` (a new process group, watched) and yield the streams of its
-    messages: what it writes (a line that is not a message arrives as the error) and
-    what to send it. On exit it is shut down: stdin closed, SIGTERM to its group after
-    :data:`GRACE` (at once when the body raised), SIGKILL after another; what the
-    group still holds is killed."""
+    messages: what it writes (a later line that is not a message arrives as the error;
+    a first one that is not what a server sends raises :class:`McpNotAServerError`) and
+    what to send it; its stderr goes to ``errors``. On exit it is shut down: stdin
+    closed, SIGTERM to its group after :data:`GRACE` (at once when the body raised),
+    SIGKILL after another; what the group still holds is killed."""
     process = await open_process(
         [command, *args],
         env=env,
         cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=None,  # this process's stderr (fd 2), whatever ``sys.stderr`` is now
+        stderr=subprocess.PIPE,
     )
     assert process.stdin is not None
     assert process.stdout is not None
+    assert process.stderr is not None
     inbound_writer, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outbound, outbound_reader = anyio.create_memory_object_stream[SessionMessage](0)
     patient = False
+    # stderr is read until its end, after the shutdown too (what a server says as it
+    # exits is its log's last word), for GRACE at most once the process is gone.
+    drained = anyio.Event()
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_read, process.stdout, inbound_writer)
-            tg.start_soon(_write, outbound_reader, process.stdin)
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(_drain, process.stderr, errors, drained)
             try:
-                yield inbound, outbound
-                patient = True
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_read, process.stdout, inbound_writer)
+                    tg.start_soon(_write, outbound_reader, process.stdin)
+                    try:
+                        yield inbound, outbound
+                        patient = True
+                    finally:
+                        tg.cancel_scope.cancel()
             finally:
-                tg.cancel_scope.cancel()
+                with anyio.CancelScope(shield=True):
+                    await _shut(process, patient=patient)
+                    with anyio.move_on_after(GRACE):
+                        await drained.wait()
+                outer.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await _shut(process, patient=patient)
             for stream in (inbound_writer, inbound, outbound, outbound_reader):
                 await stream.aclose()
             await reap(process)
@@ -82,11 +101,46 @@ async def _read(
         await _lines(stdout, sink)
 
 
+async def _drain(stderr: ByteReceiveStream, errors: StderrLog, drained: anyio.Event) -> None:
+    try:
+        async for chunk in stderr:
+            await errors.write(chunk)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await errors.aclose()
+        drained.set()
+
+
+def _quoted(line: str) -> str:
+    """``line`` as a message quotes it: JSON-escaped, cut to 60 characters."""
+    text = line if len(line) <= _QUOTED else line[: _QUOTED - 1] + "…"
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _first(line: str, message: SessionMessage | Exception) -> None:
+    """Raise :class:`McpNotAServerError` when the first line a command wrote is not what
+    an MCP server sends first: JSON-RPC, and no request only a client makes."""
+    if isinstance(message, Exception):
+        raise McpNotAServerError(
+            f"not an MCP server (its first output line is not JSON-RPC: {_quoted(line)})"
+        )
+    request = message.message.root
+    if isinstance(request, types.JSONRPCRequest):
+        try:
+            types.ServerRequest.model_validate({"method": request.method, "params": request.params})
+        except ValidationError:
+            raise McpNotAServerError(
+                f'not an MCP server (its first output line is the request "{request.method}", '
+                "which only a client sends: does it repeat its input?)"
+            ) from None
+
+
 async def _lines(
     stdout: ByteReceiveStream, sink: MemoryObjectSendStream[SessionMessage | Exception]
 ) -> None:
     async with sink:
         pending = ""
+        first = True
         async for chunk in TextReceiveStream(stdout):
             *lines, pending = (pending + chunk).split("\n")
             for line in lines:
@@ -96,6 +150,9 @@ async def _lines(
                     )
                 except ValidationError as exc:
                     message = exc
+                if first:
+                    _first(line, message)
+                    first = False
                 await sink.send(message)
 
 

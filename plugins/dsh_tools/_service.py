@@ -10,11 +10,12 @@ from types import CoroutineType
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from dsh import Context, Disposer, DshError, Fiber, Service, hookspec
 from dsh_system_prompt import AssembleContext, ToolProviderResult, ToolSchema
 
+from ._arguments import ArgumentNames, argument_names, shown_schema, validate_arguments
 from ._errors import (
     DuplicateToolError,
     ToolArgumentsError,
@@ -45,11 +46,13 @@ class ToolsConfig(BaseModel):
 
 @dataclass(frozen=True)
 class _Entry:
-    """A registered tool with the JSON Schema computed once at registration."""
+    """A registered tool with the JSON Schema and the argument names it takes, computed
+    once at registration."""
 
     tool: Tool[Any]
     schema: ToolSchema
     owner: Fiber
+    names: ArgumentNames
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,9 @@ class Tools(Service):
         Returns the exact disposer of the registration. Raises, leaving nothing
         behind, :class:`ToolRegistrationError` for a bad or duplicate name or a model
         without a JSON Schema, and :class:`ToolTypeError` for a wrong type. The schema
-        shown to the model is ``tool.json_schema`` when given, else the model's.
+        shown to the model is ``tool.json_schema`` when given, else the model's (with
+        ``additionalProperties: false`` unless the model takes any argument name: see
+        :mod:`dsh_tools._arguments`).
         """
         checked: object = tool
         if not isinstance(checked, Tool):
@@ -210,10 +215,14 @@ class Tools(Service):
                 raise ToolRegistrationError(
                     f'tool "{name}" parameters have no JSON Schema: {exc}'
                 ) from exc
+        names = argument_names(parameters, schema, forwarded=given is not None)
         entry = _Entry(
             tool,
-            ToolSchema(name=name, description=tool.description, parameters=schema),
+            ToolSchema(
+                name=name, description=tool.description, parameters=shown_schema(schema, names)
+            ),
             ctx.fiber,
+            names,
         )
         return self._add(ctx, "tools", name, entry, f"tool {name}")
 
@@ -293,7 +302,8 @@ class Tools(Service):
 
         ``arguments`` is the model's JSON text (empty means ``{}``) or a dict; ``call``
         defaults to a call with an empty id and no agent. Never
-        raises for an unknown or hidden tool, invalid arguments, the tool's own
+        raises for an unknown or hidden tool, invalid arguments (an argument name the
+        tool does not take included), the tool's own
         exception or a wrong return type: each becomes an error result with a code.
         Cancellation propagates; a call whose caller is already cancelled never starts.
         """
@@ -307,9 +317,7 @@ class Tools(Service):
             )
         tool = entry.tool
         try:
-            args = _validate(tool.parameters, arguments)
-        except ValidationError as exc:
-            return _invalid(_describe(exc))
+            args = validate_arguments(name, tool.parameters, entry.names, arguments)
         except ToolArgumentsError as exc:
             return _invalid(str(exc))
         except Exception as exc:  # a validator of the tool's model crashed
@@ -355,36 +363,6 @@ def _names(param: str, value: Iterable[str] | None) -> list[str] | None:
                 f"got {type(item).__name__} {item!r}"
             )
     return names
-
-
-def _validate(model: type[BaseModel], arguments: object) -> BaseModel:
-    if isinstance(arguments, str):
-        if not arguments.strip():
-            return model.model_validate({})
-        return model.model_validate_json(arguments)
-    if isinstance(arguments, Mapping):
-        return model.model_validate(dict(arguments))
-    raise ToolArgumentsError(
-        f"arguments must be a JSON object string or a dict, got {type(arguments).__name__}"
-    )
-
-
-def _describe(exc: ValidationError) -> str:
-    problems: list[str] = []
-    for error in exc.errors(include_url=False):
-        where = _location(error["loc"])
-        problems.append(f"{where}: {error['msg']}" if where else error["msg"])
-    return "; ".join(problems)
-
-
-def _location(loc: Iterable[int | str]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
-    return out
 
 
 def _message(exc: Exception) -> str:

@@ -65,7 +65,9 @@ class Tool(Generic[ArgsT]):
     ``json_schema``, when given, is the JSON Schema the model is shown instead of the
     model's own, exactly as given (a tool that forwards a schema it did not write, such
     as an MCP server's); the arguments are still validated into ``parameters``, so pair
-    it with a model that accepts what the schema describes (``extra="allow"``).
+    it with a model that accepts what the schema describes (``extra="allow"``). Other
+    argument names than a tool takes are refused (see ``dsh_tools._arguments``): a
+    ``json_schema`` takes any unless it sets ``additionalProperties: false``.
     """
 
     name: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +301,23 @@ async def test_a_job_the_store_refuses_is_a_failed_result(tmp_path: Path, store:
         "usage": None,
     }
     assert fine.stop_reason == "completed"
+
+
+async def test_a_job_whose_cwd_is_gone_where_it_runs_fails_before_anything_is_stored(
+    tmp_path: Path,
+) -> None:
+    path = fleet_deployment(tmp_path)
+    (tmp_path / "repo").mkdir()
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "prompt": "x", "cwd": "repo"}])
+    async with loaded(path) as (_, fleet):
+        [job] = fleet.plan(fleet.read_tasks(tasks), path)
+        (tmp_path / "repo").rmdir()  # removed since the file was read, or another machine
+        [result] = await fleet.run([job], local(fleet, path))
+        assert result.error == (
+            f'FleetError: task "a": its cwd "{tmp_path}/repo" is not a folder here (on '
+            f"{socket.gethostname()}): nothing ran"
+        )
+        assert await fleet.ctx.sessions.snapshot(job.session) is None
 
 
 async def test_a_session_finished_meanwhile_is_only_read(

@@ -96,6 +96,32 @@ def test_bad_task_lines_are_reported_before_anything_runs(
     assert "3 bad task lines" in capsys.readouterr().err
 
 
+def test_a_task_whose_cwd_is_missing_is_a_bad_line_for_run_and_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = fleet_deployment(tmp_path)
+    (tmp_path / "repos" / "a").mkdir(parents=True)
+    (tmp_path / "repos" / "b").touch()
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {"id": "a", "prompt": "answer a", "cwd": "repos/a"},
+            {"id": "b", "prompt": "answer b", "cwd": "repos/b"},
+            {"id": "c", "prompt": "answer c", "cwd": "/nope"},
+        ],
+    )
+    for action in ("run", "status"):
+        assert cli.main(["fleet", action, str(path), str(tasks)]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.splitlines() == [
+            f"{tasks}: 2 bad task lines (nothing ran):",
+            f'  {tasks}:2: cwd "repos/b" ({tmp_path}/repos/b) is not a directory',
+            f'  {tasks}:3: cwd "/nope" does not exist',
+        ]
+    assert not (tmp_path / "sessions").exists()
+
+
 DEEP = 100_000
 
 

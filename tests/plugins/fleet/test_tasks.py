@@ -37,12 +37,12 @@ def test_good_lines_become_tasks_in_file_order(tmp_path: Path) -> None:
         '{"id": "a", "prompt": "one"}\n'
         "\n"
         '{"id": 7, "prompt": "two", "model": "m2", "cwd": "work"}\n'
-        '   \n{"id": "c", "prompt": "three", "cwd": "/abs/dir"}',
+        f'   \n{{"id": "c", "prompt": "three", "cwd": "{tmp_path}/work/../work/"}}',
     )
     assert read_tasks(path, models=MODELS, default_model="m1") == [
         Task("a", "one", None, None, 1),
         Task("7", "two", str(tmp_path / "work"), "m2", 3),
-        Task("c", "three", "/abs/dir", None, 5),
+        Task("c", "three", str(tmp_path / "work"), None, 5),
     ]
     assert read_tasks(tasks_file(tmp_path, ""), models=MODELS) == []
 
@@ -76,6 +76,41 @@ def test_every_bad_line_is_reported_at_its_place(tmp_path: Path) -> None:
         "10: `id` must be a non-empty string (or an integer)",
         "10: `prompt` must be a non-empty string",
     ]
+
+
+def test_a_cwd_must_be_an_existing_folder_relative_to_the_tasks_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "home" / "repo").mkdir(parents=True)
+    (tmp_path / "a-file").touch()
+    (tmp_path / "loop").symlink_to("loop")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path / "home")  # relative cwds are not taken from here
+    path = tasks_file(
+        tmp_path,
+        '{"id": "a", "prompt": "x", "cwd": "/nope"}\n'
+        '{"id": "b", "prompt": "x", "cwd": "repo"}\n'
+        '{"id": "c", "prompt": "x", "cwd": "a-file"}\n'
+        '{"id": "d", "prompt": "x", "cwd": "a-file/below"}\n'
+        '{"id": "e", "prompt": "x", "cwd": "loop"}\n'
+        '{"id": "f", "prompt": "x", "cwd": "~/repo"}\n'
+        '{"id": "g", "prompt": "x", "cwd": "/nope", "model": "m9"}\n',
+    )
+    assert problems(path) == [
+        '1: cwd "/nope" does not exist',
+        f'2: cwd "repo" ({tmp_path}/repo) does not exist',
+        f'3: cwd "a-file" ({tmp_path}/a-file) is not a directory',
+        f'4: cwd "a-file/below" ({tmp_path}/a-file/below) does not exist',
+        f'5: cwd "loop" ({tmp_path}/loop) cannot be used: Too many levels of symbolic links',
+        '7: cwd "/nope" does not exist',
+        '7: unknown model "m9"; known models: "m1", "m2"',
+    ]
+    [good] = read_tasks(
+        tasks_file(tmp_path, '{"id": "f", "prompt": "x", "cwd": "~/repo"}'),
+        models=MODELS,
+        default_model="m1",
+    )
+    assert good.cwd == str(tmp_path / "home" / "repo")
 
 
 def test_a_task_needs_a_model_when_the_fleet_has_none(tmp_path: Path) -> None:

@@ -135,6 +135,18 @@ async def test_arguments_reach_the_server_as_given() -> None:
         assert refused.is_error
         assert refused.code == "MCP_TOOL_ERROR"
         assert refused.content.startswith("Error: Input validation error: ")
+        # A name its schema closes out (additionalProperties: false): refused by dsh;
+        # a schema open to other names gets them as they are.
+        closed = await call(root, "mcp__echo__search", {"query": "q", "limt": 2})
+        assert closed == ToolResult(
+            'invalid arguments: unknown argument "limt" (mcp__echo__search takes: query, '
+            "mode, limit, tags)",
+            True,
+            "INVALID_ARGS",
+        )
+        assert await call(root, "mcp__echo__nodoc", {"any": 1}) == ToolResult(
+            "search: [('any', 1)]"
+        )
         # Not an object: refused by dsh before the server sees it.
         tools = root.tools
         bad = await tools.execute("mcp__echo__echo", "[1]")

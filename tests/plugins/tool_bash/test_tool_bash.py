@@ -143,7 +143,10 @@ async def test_unknown_and_missing_arguments() -> None:
         missing = await root.tools.execute("bash", "{}")
         extra = await bash(root, command="ls", cwd="/")
     assert missing.content == "invalid arguments: command: Field required"
-    assert extra.content == "invalid arguments: cwd: Extra inputs are not permitted"
+    assert extra.content == (
+        'invalid arguments: unknown argument "cwd" (bash takes: command, description, '
+        "timeout_ms, workdir)"
+    )
 
 
 async def test_a_missing_workdir_is_a_spawn_failure(tmp_path: Path) -> None:

@@ -107,14 +107,20 @@ async def test_a_tool_filter_can_keep_only_some_tools() -> None:
     assert [tool.name for tool in child.tools] == ["echo"]
 
 
-async def test_a_call_without_background_runs_ignores_run_in_background() -> None:
+async def test_a_call_without_background_runs_refuses_run_in_background() -> None:
     async with subagent_rig([SPAWN | {"enable_run_in_background": False}]) as rig:
         rig.route([], [text("Done in the foreground.")])
         done = await rig.call(
             "subagent", {"description": "x", "prompt": "go", "run_in_background": True}
         )
-        assert (done.content, done.is_error) == ("Done in the foreground.", False)
+        assert (done.content, done.is_error, done.code) == (
+            'invalid arguments: unknown argument "run_in_background" (subagent takes: '
+            "description, prompt)",
+            True,
+            "INVALID_ARGS",
+        )
         assert rig.children() == []
+        assert rig.model.requests == []  # no child ran
 
 
 # -- a child that does not complete -----------------------------------------------------------

@@ -37,19 +37,22 @@ RUN_IN_BACKGROUND = {
 }
 
 
-def schema(prompt: str, *, background: bool, title: str) -> dict[str, Any]:
+def schema(prompt: str, *, background: bool, title: str, shown: bool = True) -> dict[str, Any]:
+    """The schema of the arguments: as the model is shown it (``shown``: the registry
+    adds that no other names are taken), else as the pydantic model has it."""
     properties: dict[str, Any] = {
         "description": DESCRIPTION,
         "prompt": {"description": prompt, "title": "Prompt", "type": "string"},
     }
     if background:
         properties["run_in_background"] = RUN_IN_BACKGROUND
-    return {
+    found: dict[str, Any] = {
         "properties": properties,
         "required": ["description", "prompt"],
         "title": title,
         "type": "object",
     }
+    return found | {"additionalProperties": False} if shown else found
 
 
 async def test_a_spawn_tool_says_the_child_sees_nothing_and_needs_a_standalone_prompt() -> None:
@@ -87,8 +90,8 @@ def test_the_wording_functions_are_the_published_strings() -> None:
     assert describe_tool(False, True) == SPAWN_SEES + BACKGROUND
     assert describe_tool(True, False) == FORK_SEES + FOREGROUND
     assert parameters_for(True, True).model_json_schema() == schema(
-        FORK_PROMPT, background=True, title="ForkArgs"
+        FORK_PROMPT, background=True, title="ForkArgs", shown=False
     )
     assert parameters_for(False, False).model_json_schema() == schema(
-        SPAWN_PROMPT, background=False, title="SpawnArgs"
+        SPAWN_PROMPT, background=False, title="SpawnArgs", shown=False
     )

@@ -6,12 +6,20 @@ from typing import Any
 
 import anyio
 import pytest
-from pydantic import BaseModel, field_validator
+from pydantic import (
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    field_validator,
+)
 
 from dsh import DshError
 from dsh_scope import create_scope
 from dsh_tools import Tool, ToolArgumentsError, ToolCall, ToolResult
-from tests.plugins.tools.tools_support import make_tool, tools_runtime
+from tests.plugins.tools.tools_support import NoArgs, make_tool, tools_runtime
 
 pytestmark = pytest.mark.anyio
 
@@ -153,6 +161,120 @@ async def test_nested_locations() -> None:
             "string as an integer; options.depth: Input should be a valid integer",
             "INVALID_ARGS",
         )
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    options: Options | None = None
+
+
+class Lenient(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    path: str
+
+
+class Aliased(BaseModel):
+    path: str = Field(alias="file")
+    mode: str = Field(default="r", validation_alias=AliasChoices("mode", "how"))
+    depth: int = Field(default=0, validation_alias=AliasPath("opts", 0))
+
+
+class ByName(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    path: str = Field(alias="file")
+    mode: str = Field(default="r", validation_alias="how")
+
+
+class ByNameOnly(BaseModel):
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=False)
+
+    path: str = Field(alias="file")
+
+
+class StrictPath(BaseModel):
+    """Its schema shows ``depth``; it validates from ``opts[0]`` only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    depth: int = Field(default=0, validation_alias=AliasPath("opts", 0))
+
+
+class StrictOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    depth: int = 0
+
+
+class Deep(BaseModel):
+    options: StrictOptions = StrictOptions()
+
+
+@pytest.mark.parametrize(
+    ("model", "arguments", "content"),
+    [
+        # pydantic's default (extra="ignore") would drop them: the registry refuses them.
+        (ReadArgs, '{"path": "a", "foo": 1}', 'unknown argument "foo" (read takes: path, limit)'),
+        (ReadArgs, {"path": "a", "foo": 1, "bar": 2}, 'unknown arguments "foo", "bar" (read '),
+        (NoArgs, '{"foo": 1}', 'unknown argument "foo" (read takes no arguments)'),
+        # With other problems: the names first, then the model's.
+        (ReadArgs, '{"file": "a"}', 'unknown argument "file" (read takes: path, limit); path: '),
+        # extra="forbid": the same words, once.
+        (Strict, '{"path": "a", "foo": 1}', 'unknown argument "foo" (read takes: path, options)'),
+        (Strict, {"foo": 1}, 'unknown argument "foo" (read takes: path, options); path: Field'),
+        (StrictPath, {"depth": 1}, 'unknown argument "depth" (read takes: depth)'),
+        # A nested model that forbids other keys names the key where it is.
+        (Deep, '{"options": {"depht": 2}}', 'options: unknown key "depht"'),
+        (Aliased, {"file": "a", "x": 1}, 'unknown argument "x" (read takes: file, mode, depth)'),
+        # A field's own name is not taken when it has an alias (pydantic would drop it).
+        (Aliased, {"file": "a", "path": "b"}, 'unknown argument "path" (read takes: file, '),
+    ],
+)
+async def test_an_argument_the_tool_does_not_take_is_refused(
+    model: type[BaseModel], arguments: Any, content: str
+) -> None:
+    async with tools_runtime() as (_root, tools):
+        body = Recorder()
+        tools.register(make_tool("read", model, execute=body))
+        result = await tools.execute("read", arguments, ToolCall(id="c1"))
+        assert (result.is_error, result.code) == (True, "INVALID_ARGS")
+        assert result.content.startswith(f"invalid arguments: {content}")
+        assert body.calls == []
+
+
+async def test_names_a_tool_takes_are_its_fields_aliases_and_any_it_allows() -> None:
+    async with tools_runtime() as (_root, tools):
+        body = Recorder()
+        tools.register(make_tool("aliased", Aliased, execute=body))
+        tools.register(make_tool("lenient", Lenient, execute=body))
+        tools.register(make_tool("by-name", ByName, execute=body))
+        tools.register(make_tool("by-name-only", ByNameOnly, execute=body))
+        tools.register(make_tool("root", RootModel[dict[str, int]], execute=body))
+        given = {"file": "a", "how": "w", "opts": [3], "mode": "x", "depth": 1}
+        assert await tools.execute("aliased", given) == ToolResult("done")
+        assert await tools.execute("lenient", '{"path": "a", "more": 1}') == ToolResult("done")
+        assert await tools.execute("by-name", {"path": "a", "mode": "w"}) == ToolResult("done")
+        assert await tools.execute("by-name", {"file": "b", "how": "x"}) == ToolResult("done")
+        assert await tools.execute("by-name-only", {"path": "a"}) == ToolResult("done")
+        refused = await tools.execute("by-name-only", {"path": "a", "file": "b"})
+        assert refused.content.startswith('invalid arguments: unknown argument "file"')
+        assert await tools.execute("root", '{"any": 1, "name": 2}') == ToolResult("done")
+        assert [args for args, _ in body.calls] == [
+            Aliased.model_validate({"file": "a", "mode": "x", "opts": [3]}),
+            Lenient.model_validate({"path": "a", "more": 1}),
+            ByName.model_validate({"path": "a", "mode": "w"}),
+            ByName.model_validate({"path": "b", "mode": "x"}),
+            ByNameOnly.model_validate({"path": "a"}),
+            RootModel[dict[str, int]]({"any": 1, "name": 2}),
+        ]
+        # Not an object, not JSON, nested too deeply: the model's validation says so.
+        for broken in ("[1]", '{"path": ', "[" * 100_000 + "]" * 100_000):
+            result = await tools.execute("aliased", broken)
+            assert (result.is_error, result.code) == (True, "INVALID_ARGS")
+            assert "unknown argument" not in result.content
 
 
 async def test_crashing_validator_is_the_tools_error() -> None:

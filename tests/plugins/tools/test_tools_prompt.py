@@ -56,7 +56,8 @@ async def test_schemas_in_lexicographic_order() -> None:
         assert [schema.name for schema in assembly.tools] == ["alpha", "mike", "zulu"]
         alpha = assembly.tools[0]
         assert alpha.description == "the alpha tool"
-        assert alpha.parameters == ReadArgs.model_json_schema()
+        # What the registry refuses, the schema says: no other argument names.
+        assert alpha.parameters == {**ReadArgs.model_json_schema(), "additionalProperties": False}
         assert alpha.parameters["properties"]["path"]["description"] == "the file to read"
         text = render_prompt(assembly)
         assert text.startswith("You are an AI agent powered by dsh.")

@@ -322,6 +322,7 @@ async def test_schema_is_computed_once() -> None:
             "required": ["path"],
             "title": "Counted",
             "type": "object",
+            "additionalProperties": False,  # the registry refuses other names
         }
         # The provider hands out its cached schema; each assembly copies it.
         assert provided(tools).schemas[0] is provided(tools).schemas[0]
@@ -367,11 +368,34 @@ async def test_a_given_json_schema_is_shown_as_it_is() -> None:
         (schema,) = (await root.system_prompt.assemble()).tools
         assert schema.parameters == given
         assert provided(tools).schemas[0].parameters is not given  # a copy of the mapping
-        done = await tools.execute("search", '{"q": "x", "n": [1, {"a": null}]}')
+        done = await tools.execute("search", '{"q": {"n": [1, {"a": null}]}}')
         assert done == ToolResult("ok")
-        assert seen == [{"q": "x", "n": [1, {"a": None}]}]
+        assert seen == [{"q": {"n": [1, {"a": None}]}}]
         refused = await tools.execute("search", "[1]")
         assert (refused.is_error, refused.code) == (True, "INVALID_ARGS")
+        # The schema forbids other names (additionalProperties: false): so does the call.
+        assert await tools.execute("search", '{"q": "x", "n": 1}') == ToolResult(
+            'invalid arguments: unknown argument "n" (search takes: q)', True, "INVALID_ARGS"
+        )
+        assert len(seen) == 1
+
+
+async def test_a_given_json_schema_open_to_other_names_takes_them() -> None:
+    seen: list[dict[str, Any] | None] = []
+
+    async def forward(args: Forwarded, call: ToolCall) -> str:
+        seen.append(args.model_extra)
+        return "ok"
+
+    async with tools_runtime() as (_root, tools):
+        for name, schema in [
+            ("open", {"type": "object", "properties": {"q": {"type": "string"}}}),
+            ("any", {"type": "object", "additionalProperties": {"type": "integer"}}),
+        ]:
+            tools.register(Tool(name, "forwarded", Forwarded, execute=forward, json_schema=schema))
+            assert provided(tools).schemas[-1].parameters == schema  # shown as it is
+            assert await tools.execute(name, '{"q": "x", "n": 1}') == ToolResult("ok")
+        assert seen == [{"q": "x", "n": 1}] * 2
 
 
 async def test_global_duplicate() -> None:

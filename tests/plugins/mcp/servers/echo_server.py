@@ -14,7 +14,8 @@ Options that make it misbehave, for the failure tests:
 * ``--crash-after N``: exit in the middle of the N-th tool call;
 * ``--extra-tools``: also list tools whose names need normalising;
 * ``--child``: start ``sleep 1000`` in its own process group first (a grandchild of the
-  client, for the tests of what survives the client).
+  client, for the tests of what survives the client);
+* ``--chatter``: write INFO lines to stderr as it starts, as many servers do.
 """
 
 from __future__ import annotations
@@ -215,7 +216,11 @@ def main() -> None:
     parser.add_argument("--crash-after", type=int, default=0)
     parser.add_argument("--extra-tools", action="store_true")
     parser.add_argument("--child", action="store_true")
+    parser.add_argument("--chatter", action="store_true")
     options = parser.parse_args()
+    if options.chatter:
+        sys.stderr.write("INFO echo server starting\nINFO serving 15 tools")
+        sys.stderr.flush()
     if options.child:
         subprocess.Popen(["sleep", "1000"])
     if options.announce is not None:
