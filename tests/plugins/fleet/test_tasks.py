@@ -31,18 +31,18 @@ def problems(path: Path, default_model: str | None = "m1") -> list[str]:
 
 
 def test_good_lines_become_tasks_in_file_order(tmp_path: Path) -> None:
-    (tmp_path / "work").mkdir()
+    (tmp_path / "repo").mkdir()
     path = tasks_file(
         tmp_path,
         '{"id": "a", "prompt": "one"}\n'
         "\n"
-        '{"id": 7, "prompt": "two", "model": "m2", "cwd": "work"}\n'
-        f'   \n{{"id": "c", "prompt": "three", "cwd": "{tmp_path}/work/../work/"}}',
+        '{"id": 7, "prompt": "two", "model": "m2", "cwd": "repo"}\n'
+        f'   \n{{"id": "c", "prompt": "three", "cwd": "{tmp_path}/repo/../repo/"}}',
     )
     assert read_tasks(path, models=MODELS, default_model="m1") == [
         Task("a", "one", None, None, 1),
-        Task("7", "two", str(tmp_path / "work"), "m2", 3),
-        Task("c", "three", str(tmp_path / "work"), None, 5),
+        Task("7", "two", str(tmp_path / "repo"), "m2", 3),
+        Task("c", "three", str(tmp_path / "repo"), None, 5),
     ]
     assert read_tasks(tasks_file(tmp_path, ""), models=MODELS) == []
 
