@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -50,13 +51,31 @@ def environ_of(pid: int) -> list[bytes]:
     return path.read_bytes().split(b"\0")
 
 
+def await_exits(pids: list[int], timeout: float) -> None:
+    """Wait (for at most ``timeout`` seconds) until each of ``pids`` has exited: the
+    kernel makes a process's pidfd readable then, so this waits on the event itself."""
+    fds = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            fds.append(os.pidfd_open(pid))
+    try:
+        pending = set(fds)
+        deadline = time.monotonic() + timeout
+        while pending and (rest := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select(list(pending), [], [], rest)
+            pending.difference_update(ready)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def survivors(victim: subprocess.Popen[bytes], mark: str) -> list[int]:
     """Wait until the processes marked ``mark`` are gone (for at most
     :data:`PATIENCE`); those still there then (killed afterwards, not to leak)."""
     victim.wait()
     deadline = time.monotonic() + PATIENCE
     while (left := marked(mark)) and time.monotonic() < deadline:
-        time.sleep(0.02)
+        await_exits(left, deadline - time.monotonic())
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
