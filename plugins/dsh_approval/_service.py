@@ -30,12 +30,16 @@ class ApprovalRequest:
     short line a person is asked about (``Allow <title>?``), ``detail`` the longer
     text a front-end may show (the whole command, a diff), ``call`` the tool call that
     asks (a ``dsh_tools.ToolCall``; its ``agent`` is the calling agent), or None.
+    ``always_ask`` makes the question reach a person even under ``policy: allow`` (an
+    action that leaves a safeguard, such as an unsandboxed command); ``deny`` still
+    declines it and, with no responder, the answer is no.
     """
 
     kind: str
     title: str
     detail: str = ""
     call: Any = None
+    always_ask: bool = False
 
 
 #: How a front-end answers: ``responder(request) -> bool | Awaitable[bool]``.
@@ -123,7 +127,7 @@ class Approval(Service):
         responder; no responder means no. Emits ``approval/decided``. A responder's
         error propagates; cancellation of the caller cancels the question."""
         policy = self.policy
-        if policy != "ask":
+        if policy == "deny" or (policy == "allow" and not request.always_ask):
             return self._decided(request, policy == "allow", "policy")
         if not self._responders:
             return self._decided(request, False, "policy")

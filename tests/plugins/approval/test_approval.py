@@ -49,6 +49,38 @@ async def test_allow_and_deny_answer_without_asking(policy: str, answer: bool) -
         assert seen == [(ASK.title, answer, "policy")]
 
 
+@pytest.mark.parametrize(
+    ("answer", "by"), [(True, "responder"), (False, "responder"), (None, "policy")]
+)
+async def test_always_ask_reaches_the_responder_even_under_allow(
+    answer: bool | None, by: str
+) -> None:
+    forced = ApprovalRequest(kind="bash", title="unsandboxed bash: make", always_ask=True)
+    asked: list[ApprovalRequest] = []
+
+    def responder(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return bool(answer)
+
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "allow"})
+        seen = heard(root)
+        if answer is not None:
+            root.approval.set_responder(responder)
+        assert await root.approval.request(forced) is bool(answer)
+        assert await root.approval.request(ASK) is True
+        assert asked == ([forced] if answer is not None else [])
+        assert seen == [(forced.title, bool(answer), by), (ASK.title, True, "policy")]
+
+
+async def test_always_ask_is_still_declined_under_deny() -> None:
+    forced = ApprovalRequest(kind="bash", title="unsandboxed bash: make", always_ask=True)
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "deny"})
+        root.approval.set_responder(lambda request: True)
+        assert await root.approval.request(forced) is False
+
+
 async def test_the_default_policy_is_allow() -> None:
     async with Context() as root:
         await root.plugin(Approval)
