@@ -11,6 +11,7 @@ read access, recursively, so the denied path alone is left out.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import stat
 import weakref
@@ -21,7 +22,7 @@ from dsh_sandbox import Launch, SandboxPolicy
 from . import _syscalls
 from ._syscalls import SocketFilter
 
-__all__ = ["LandlockRules", "landlock_launch"]
+__all__ = ["CACHE_SIZE", "LandlockRules", "Rulesets"]
 
 _EXECUTE = 1 << 0
 _WRITE_FILE = 1 << 1
@@ -82,6 +83,8 @@ class LandlockRules:
         self.handled = _handled_fs(abi)
         self.denied = sorted(set(denied))
         self.rules: list[tuple[str, int]] = []
+        #: The directories whose entries the rules name one by one.
+        self.listed: list[str] = []
         self._grant_read("/")
         for root in writable:
             self.rules.append((root, _WRITE))
@@ -95,18 +98,19 @@ class LandlockRules:
         if directory in below:
             return  # denied itself
         self.rules.append((directory, _READ_DIR))
+        self.listed.append(directory)
         try:
-            entries = sorted(os.listdir(directory))
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda entry: entry.name)
         except OSError:  # unreadable to dsh too: nothing more to grant below it
             return
-        for name in entries:
-            path = os.path.join(directory, name)
-            if os.path.islink(path):
-                self._grant_link(path)
-            elif os.path.isdir(path):
-                self._grant_read(path)
-            elif path not in self.denied:
-                self.rules.append((path, _READ))
+        for entry in entries:
+            if entry.is_symlink():
+                self._grant_link(entry.path)
+            elif entry.is_dir():
+                self._grant_read(entry.path)
+            elif entry.path not in self.denied:
+                self.rules.append((entry.path, _READ))
 
     def _grant_link(self, link: str) -> None:
         """A symlink beside a denied path: read on its target, unless the target holds
@@ -151,23 +155,73 @@ class LandlockRules:
             os.close(target)
 
 
-def _restrict(ruleset: int, sockets: SocketFilter | None) -> Callable[[], None]:
+class _Ruleset:
+    """A ruleset's descriptor, closed when nothing refers to it any more (neither the
+    cache nor a launch not yet collected)."""
+
+    def __init__(self, fd: int, listed: list[str]) -> None:
+        self.fd = fd
+        self.listed = listed
+        self.stamps = _stamps(listed)
+        weakref.finalize(self, os.close, fd)
+
+    def fresh(self) -> bool:
+        """Whether no entry came or went in the directories listed since it was built."""
+        return _stamps(self.listed) == self.stamps
+
+
+def _stamps(directories: list[str]) -> tuple[int, ...]:
+    stamps = []
+    for directory in directories:
+        try:
+            stamps.append(os.stat(directory).st_mtime_ns)
+        except OSError:
+            stamps.append(-1)
+    return tuple(stamps)
+
+
+#: How many rulesets :class:`Rulesets` keeps (then it starts again from none).
+CACHE_SIZE = 32
+
+
+class Rulesets:
+    """The rulesets of the policies seen, reused while the directories their rules list
+    entry by entry are unchanged (their mtimes): building one costs a system call or
+    three per rule, and a policy's rules are the same from one command to the next."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[object, ...], _Ruleset] = {}
+
+    def launch(
+        self, abi: int, policy: SandboxPolicy, writable: list[str], denied: list[str]
+    ) -> Launch:
+        """The launch confining a command by ``policy`` with Landlock."""
+        key = (abi, policy.network, tuple(writable), tuple(denied))
+        ruleset = self._cache.get(key)
+        if ruleset is None or not ruleset.fresh():
+            if len(self._cache) >= CACHE_SIZE:
+                self._cache.clear()
+            rules = LandlockRules(abi, writable, denied)
+            ruleset = _Ruleset(rules.ruleset(policy.network), rules.listed)
+            self._cache[key] = ruleset
+        sockets = None if policy.network else _socket_filter()
+        return Launch(mechanism="landlock", preexec=_restrict(ruleset, sockets))
+
+    def clear(self) -> None:
+        """Drop every ruleset (each is closed once no launch refers to it)."""
+        self._cache.clear()
+
+
+@functools.cache
+def _socket_filter() -> SocketFilter:
+    return SocketFilter()
+
+
+def _restrict(ruleset: _Ruleset, sockets: SocketFilter | None) -> Callable[[], None]:
     def preexec() -> None:  # pragma: no cover - runs in the forked child, before exec
         _syscalls.set_no_new_privs()
         if sockets is not None:
             sockets.install()
-        _syscalls.restrict_self(ruleset)
+        _syscalls.restrict_self(ruleset.fd)
 
     return preexec
-
-
-def landlock_launch(
-    abi: int, policy: SandboxPolicy, writable: list[str], denied: list[str]
-) -> Launch:
-    """The launch confining a command by ``policy`` with Landlock. Its ruleset is
-    closed when the launch is collected."""
-    fd = LandlockRules(abi, writable, denied).ruleset(policy.network)
-    sockets = None if policy.network else SocketFilter()
-    launch = Launch(mechanism="landlock", preexec=_restrict(fd, sockets))
-    weakref.finalize(launch, os.close, fd)
-    return launch

@@ -34,11 +34,13 @@ def denied_paths(patterns: Iterable[str]) -> list[str]:
 
 def _matches(prefix: str, rest: str) -> list[str]:
     regex = compile_glob(os.path.join(prefix, rest))
+    # how deep below the prefix a match can be: only "**" is unbounded
+    depth = None if "**" in rest else rest.count("/") + 1
     budget = SCAN_LIMIT
     matched: list[str] = []
-    pending = [prefix]
+    pending = [(prefix, 1)]
     while pending:
-        directory = pending.pop()
+        directory, level = pending.pop()
         try:
             with os.scandir(directory) as it:
                 entries = list(it)
@@ -50,6 +52,6 @@ def _matches(prefix: str, rest: str) -> list[str]:
         for entry in entries:
             if regex.fullmatch(entry.path):
                 matched.append(os.path.realpath(entry.path))
-            elif entry.is_dir(follow_symlinks=False):
-                pending.append(entry.path)
+            elif entry.is_dir(follow_symlinks=False) and (depth is None or level < depth):
+                pending.append((entry.path, level + 1))
     return matched

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import anyio
 
-from dsh import Context, Disposer, Plugin
+from dsh import Context, Plugin
 from dsh_sandbox import Launch, SandboxPolicy, SandboxUnavailableError
 
 from . import _syscalls
 from ._bubblewrap import HOSTS, bwrap_argv, find_bwrap
 from ._config import SandboxLinuxConfig
-from ._landlock import landlock_launch
+from ._landlock import Rulesets
 from ._paths import denied_paths
 
 __all__ = ["SandboxLinux"]
@@ -52,8 +52,9 @@ class SandboxLinux(Plugin):
         super().__init__(ctx, config)
         self._lock = anyio.Lock()
         self._choice: _Choice | SandboxUnavailableError | None = None
+        self._rulesets = Rulesets()
 
-    async def setup(self) -> AsyncIterator[Disposer]:
+    async def setup(self) -> AsyncIterator[Callable[[], object]]:
         if self.config.fallback == "unconfined":
             choice = await self._choose()
             if choice.mechanism == "unconfined":
@@ -61,6 +62,7 @@ class SandboxLinux(Plugin):
                     "sandbox-linux: commands run UNCONFINED (fallback: unconfined): %s",
                     choice.tried,
                 )
+        yield self._rulesets.clear
         yield self.ctx.sandbox.set_mechanism(self)
 
     async def probe(self) -> str:
@@ -75,7 +77,7 @@ class SandboxLinux(Plugin):
             return Launch(mechanism="unconfined")
         writable, denied = await anyio.to_thread.run_sync(_paths_of, policy)
         if choice.mechanism == "landlock":
-            return landlock_launch(choice.abi, policy, writable, denied)
+            return self._rulesets.launch(choice.abi, policy, writable, denied)
         # bwrap's own --die-with-parent follows the *thread* that started it: trio starts
         # processes from worker threads that end when idle, so there only the lifeline
         # (which kills the group and every marked process) ties the command to dsh.

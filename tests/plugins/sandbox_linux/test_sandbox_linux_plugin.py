@@ -24,7 +24,13 @@ from dsh_sandbox_linux import (
     _syscalls,
     denied_paths,
 )
-from tests.plugins.sandbox_linux.sandbox_support import confined, launch_for, linux_only, require
+from tests.plugins.sandbox_linux.sandbox_support import (
+    confined,
+    launch_for,
+    linux_only,
+    require,
+    run,
+)
 
 pytestmark = [pytest.mark.anyio, linux_only]
 
@@ -321,10 +327,10 @@ def test_landlock_rules_split_reading_around_denied_paths(tmp_path: Path) -> Non
 def test_landlock_rules_skip_a_folder_they_cannot_list(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def unlistable(path: str) -> list[str]:
+    def unlistable(path: str) -> Any:
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(os, "listdir", unlistable)
+    monkeypatch.setattr(os, "scandir", unlistable)
     rules = _landlock.LandlockRules(1, [], [str(tmp_path / "deny")])
     assert rules.rules[0] == ("/", _landlock._READ_DIR)
     assert rules.handled == _landlock._READ | (
@@ -378,13 +384,7 @@ async def test_a_landlock_step_that_fails_in_the_child_is_an_os_error(
 
     monkeypatch.setattr(_syscalls, "restrict_self", refuse)
     with pytest.raises(OSError, match="the pre-exec step of 'true' failed in the child"):
-        await confined_launch(launch)
-
-
-async def confined_launch(launch: Any) -> None:
-    from tests.plugins.sandbox_linux.sandbox_support import run
-
-    await run(launch, ["true"])
+        await run(launch, ["true"])
 
 
 def test_a_failed_system_call_is_an_os_error_naming_its_errno() -> None:
@@ -421,3 +421,43 @@ async def test_with_network_landlock_adds_no_socket_filter(tmp_path: Path) -> No
         "python3 -c 'import socket; socket.socket(socket.AF_INET6).close(); print(1)'",
     )
     assert (code, output) == (0, "1\n")
+
+
+async def test_a_ruleset_is_reused_until_a_listed_folder_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require("landlock")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / ".env").write_text("SECRET\n")
+    workspace = str(tmp_path / "ws")
+    policy = SandboxPolicy(
+        "workspace-write", writable_roots=(workspace,), deny_read=(f"{workspace}/.env",)
+    )
+    rulesets = _landlock.Rulesets()
+    denied = denied_paths(policy.deny_read)
+
+    def ruleset_of(launch: Any) -> Any:
+        assert launch.preexec is not None
+        cell = launch.preexec.__closure__[0].cell_contents
+        return cell
+
+    first = ruleset_of(rulesets.launch(7, policy, [workspace], denied))
+    assert ruleset_of(rulesets.launch(7, policy, [workspace], denied)) is first
+    # a command writes a file beside the denied one: the next command can read it
+    launch = rulesets.launch(7, policy, [workspace], denied)
+    code, output = await run(launch, ["bash", "-c", f"echo new > {workspace}/out"])
+    assert code == 0, output
+    launch = rulesets.launch(7, policy, [workspace], denied)
+    assert ruleset_of(launch) is not first
+    code, output = await run(launch, ["bash", "-c", f"cat {workspace}/out {workspace}/.env"])
+    assert output.startswith("new\ncat: "), output
+    monkeypatch.setattr(_landlock, "CACHE_SIZE", 1)
+    other = SandboxPolicy("read-only", network=True)
+    rulesets.launch(7, other, [], [])
+    assert list(rulesets._cache) == [(7, True, (), ())]
+    rulesets.clear()
+    assert rulesets._cache == {}
+
+
+def test_a_folder_gone_changes_the_stamps(tmp_path: Path) -> None:
+    assert _landlock._stamps([str(tmp_path / "gone")]) == (-1,)
