@@ -461,3 +461,11 @@ async def test_a_ruleset_is_reused_until_a_listed_folder_changes(
 
 def test_a_folder_gone_changes_the_stamps(tmp_path: Path) -> None:
     assert _landlock._stamps([str(tmp_path / "gone")]) == (-1,)
+
+
+async def test_under_landlock_the_command_cannot_signal_dsh() -> None:
+    require("landlock")
+    if _syscalls.landlock_abi() < 6:
+        pytest.skip("signal scoping needs Landlock ABI 6")
+    script = f"kill -0 {os.getpid()} 2>/dev/null && echo signalled || echo refused"
+    assert await confined("landlock", SandboxPolicy("read-only"), script) == (0, "refused\n")
