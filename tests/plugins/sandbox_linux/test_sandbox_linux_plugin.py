@@ -469,3 +469,23 @@ async def test_under_landlock_the_command_cannot_signal_dsh() -> None:
         pytest.skip("signal scoping needs Landlock ABI 6")
     script = f"kill -0 {os.getpid()} 2>/dev/null && echo signalled || echo refused"
     assert await confined("landlock", SandboxPolicy("read-only"), script) == (0, "refused\n")
+
+
+async def test_under_landlock_without_network_only_unix_sockets_open() -> None:
+    require("landlock")
+    script = (
+        "import socket\n"
+        "for family in (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_UNIX):\n"
+        "    try:\n"
+        "        socket.socket(family, socket.SOCK_DGRAM).close()\n"
+        "    except PermissionError:\n"
+        "        print(family.name, 'refused')\n"
+        "    else:\n"
+        "        print(family.name, 'opened')\n"
+    )
+    policy = SandboxPolicy("read-only")
+    code, output = await run(await launch_for("landlock", policy), ["python3", "-c", script])
+    assert (code, output) == (
+        0,
+        "AF_INET refused\nAF_INET6 refused\nAF_NETLINK refused\nAF_UNIX opened\n",
+    )
