@@ -18,13 +18,14 @@ its group, :meth:`Lifeline.release` it once reaped).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,16 +154,27 @@ LIFELINE = Lifeline()
 
 
 async def open_process(
-    command: Sequence[str], *, env: Mapping[str, str] | None = None, **options: Any
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    preexec: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
+    **options: Any,
 ) -> Process:
     """``anyio.open_process(command, ...)`` as the leader of a new session and process
     group, its environment (``env``, default this process's) marked, its group watched.
-    End it with :func:`reap` once it has exited. Raises ``OSError`` when it (or the
-    watcher) cannot start."""
+    ``preexec`` runs in the child between fork and exec, after the new session is made
+    (a sandbox's step); ``pass_fds`` stay open in the child. End it with :func:`reap`
+    once it has exited. Raises ``OSError`` when it (or the watcher) cannot start, or
+    when ``preexec`` raised in the child."""
     LIFELINE.start()
-    process = await anyio.open_process(
-        command, env=LIFELINE.mark(env), start_new_session=True, **options
-    )
+    marked = LIFELINE.mark(env)
+    if preexec is None:
+        process = await anyio.open_process(
+            command, env=marked, start_new_session=True, pass_fds=pass_fds, **options
+        )
+    else:
+        process = await _open_with_preexec(command, marked, preexec, pass_fds, options)
     try:
         LIFELINE.watch(process.pid)
     except BaseException:
@@ -170,6 +182,35 @@ async def open_process(
         with anyio.CancelScope(shield=True):
             await process.aclose()
         raise
+    return process
+
+
+async def _open_with_preexec(
+    command: Sequence[str],
+    env: dict[str, str],
+    preexec: Callable[[], None],
+    pass_fds: Sequence[int],
+    options: dict[str, Any],
+) -> Process:
+    """What ``anyio.open_process`` does, with ``preexec_fn``: anyio's function has no
+    such option, but each backend hands its options to ``subprocess.Popen``."""
+    from anyio._core._eventloop import get_async_backend
+
+    streams = {name: options.pop(name, subprocess.PIPE) for name in ("stdin", "stdout", "stderr")}
+    try:
+        process: Process = await get_async_backend().open_process(
+            list(command),
+            **streams,
+            env=env,
+            start_new_session=True,
+            pass_fds=tuple(pass_fds),
+            preexec_fn=preexec,
+            **options,
+        )
+    except subprocess.SubprocessError as exc:  # raised by Popen when preexec_fn raised
+        raise OSError(
+            errno.EPERM, f"the pre-exec step of {command[0]!r} failed in the child: {exc}"
+        ) from exc
     return process
 
 

@@ -260,3 +260,63 @@ async def test_a_process_whose_group_cannot_be_listed_is_killed(
     with pytest.raises(OSError, match="no watcher"):
         await open_process(["sleep", "1000"], env={"LIFELINE_TEST_MARK": mark})
     await anyio.to_thread.run_sync(wait_for, lambda: not marked(mark), "the process to die")
+
+
+@pytest.mark.anyio
+async def test_preexec_runs_in_the_child_after_the_new_session_and_pass_fds_stay_open() -> None:
+    read, write = os.pipe()
+    seen = []
+
+    def step() -> None:  # in the child, between fork and exec
+        os.write(write, f"{os.getpid()} {os.getsid(0)}".encode())
+
+    try:
+        process = await open_process(
+            ["bash", "-c", f"echo passed >&{write}"],
+            preexec=step,
+            pass_fds=(write,),
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            assert process.pid in LIFELINE.groups
+            assert await process.wait() == 0
+        finally:
+            await reap(process)
+        os.close(write)
+        write = -1
+        while chunk := os.read(read, 100):
+            seen.append(chunk)
+    finally:
+        os.close(read)
+        if write != -1:
+            os.close(write)
+    # the step ran in the child, once it led its own session; then the command ran
+    assert b"".join(seen) == f"{process.pid} {process.pid}passed\n".encode()
+    assert process.pid not in LIFELINE.groups
+
+
+@pytest.mark.anyio
+async def test_a_preexec_that_raises_is_an_os_error() -> None:
+    def step() -> None:
+        raise RuntimeError("no sandbox here")
+
+    with pytest.raises(OSError, match="the pre-exec step of 'true' failed in the child"):
+        await open_process(["true"], preexec=step)
+
+
+@pytest.mark.anyio
+async def test_without_preexec_pass_fds_still_reach_the_child() -> None:
+    read, write = os.pipe()
+    try:
+        process = await open_process(
+            ["bash", "-c", f"echo plain >&{write}"], pass_fds=(write,), stdout=subprocess.DEVNULL
+        )
+        assert await process.wait() == 0
+        await reap(process)
+        os.close(write)
+        write = -1
+        assert os.read(read, 100) == b"plain\n"
+    finally:
+        os.close(read)
+        if write != -1:
+            os.close(write)
