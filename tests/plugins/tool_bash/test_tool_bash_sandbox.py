@@ -76,9 +76,10 @@ async def test_unsandboxed_is_offered_only_with_a_sandbox_on() -> None:
         await root.plugin(ToolBash)
         plain = await schema(root)
     async with sandboxed_shell(tools=True) as (root, _):
-        await root.plugin(ToolBash)
+        tool = await root.plugin(ToolBash)
         offered = await schema(root)
         await root.plugin(Jobs)
+        await tool  # restarted: the schema follows
         both = await schema(root)
     assert plain == BashArgs.model_json_schema()  # unchanged without a sandbox
     assert "unsandboxed" not in plain["properties"]
