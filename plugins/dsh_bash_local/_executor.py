@@ -46,8 +46,8 @@ class LocalExecutor:
     in its group is killed too.
 
     With a ``sandbox`` service (``config.sandbox`` not ``off``), each command that is
-    not ``unsandboxed`` starts as the service's :class:`~dsh_sandbox.Launch` for its
-    policy says (an argv prefix, a step before exec, descriptors to pass on).
+    not ``unsandboxed`` starts as the :class:`~dsh_sandbox.Launch` the service gives
+    for its policy says (an argv prefix, a step before exec, descriptors to pass on).
     """
 
     def __init__(self, config: LocalBashConfig, sandbox: Any = None) -> None:
