@@ -51,7 +51,8 @@ class SandboxLinux(Plugin):
     def __init__(self, ctx: Context, config: SandboxLinuxConfig) -> None:
         super().__init__(ctx, config)
         self._lock = anyio.Lock()
-        self._choice: _Choice | SandboxUnavailableError | None = None
+        #: What was found: the choice, or why nothing works (the error's message).
+        self._choice: _Choice | str | None = None
         self._rulesets = Rulesets()
 
     async def setup(self) -> AsyncIterator[Callable[[], object]]:
@@ -75,9 +76,9 @@ class SandboxLinux(Plugin):
         choice = await self._choose()
         if choice.mechanism == "unconfined":
             return Launch(mechanism="unconfined")
-        writable, denied = await anyio.to_thread.run_sync(_paths_of, policy)
         if choice.mechanism == "landlock":
-            return self._rulesets.launch(choice.abi, policy, writable, denied)
+            return await anyio.to_thread.run_sync(self._landlock, choice.abi, policy)
+        writable, denied = await anyio.to_thread.run_sync(_paths_of, policy)
         # bwrap's own --die-with-parent follows the *thread* that started it: trio starts
         # processes from worker threads that end when idle, so there only the lifeline
         # (which kills the group and every marked process) ties the command to dsh.
@@ -85,16 +86,21 @@ class SandboxLinux(Plugin):
         prefix = bwrap_argv(choice.binary, policy, writable, denied, die_with_parent=not on_trio)
         return Launch(mechanism="bubblewrap", argv_prefix=prefix)
 
+    def _landlock(self, abi: int, policy: SandboxPolicy) -> Launch:
+        """In a worker thread: the paths, then the ruleset (built, or reused)."""
+        writable, denied = _paths_of(policy)
+        return self._rulesets.launch(abi, policy, writable, denied)
+
     async def _choose(self) -> _Choice:
         async with self._lock:
             if self._choice is None:
                 self._choice = await self._find()
             choice = self._choice
-        if isinstance(choice, SandboxUnavailableError):
-            raise choice
+        if isinstance(choice, str):
+            raise SandboxUnavailableError(choice)
         return choice
 
-    async def _find(self) -> _Choice | SandboxUnavailableError:
+    async def _find(self) -> _Choice | str:
         wanted = self.config.mechanism
         tried: list[str] = []
         if wanted in ("auto", "bubblewrap"):
@@ -110,9 +116,7 @@ class SandboxLinux(Plugin):
         reasons = "; ".join(tried)
         if self.config.fallback == "unconfined":
             return _Choice("unconfined", tried=reasons)
-        return SandboxUnavailableError(
-            f"sandbox-linux cannot confine commands (mechanism: {wanted}); tried {reasons}"
-        )
+        return f"sandbox-linux cannot confine commands (mechanism: {wanted}); tried {reasons}"
 
     async def _bubblewrap(self) -> tuple[str | None, str]:
         binary, where = find_bwrap(self.config.bwrap_path)

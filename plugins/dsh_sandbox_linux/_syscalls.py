@@ -99,9 +99,10 @@ _X32 = 0x40000000
 
 
 class SocketFilter:
-    """A seccomp filter failing ``socket(AF_INET | AF_INET6, ...)`` with ``EACCES``
-    (UDP included, which Landlock does not cover), and every system call of another
-    architecture's ABI (a 32-bit ``socketcall`` would pass it by)."""
+    """A seccomp filter failing with ``EACCES`` every ``socket()`` of a family other
+    than ``AF_UNIX`` (IP, UDP included — which Landlock does not cover —, netlink,
+    packet), and every system call of another architecture's ABI (a 32-bit
+    ``socketcall`` would pass it by)."""
 
     def __init__(self) -> None:
         assert ARCH is not None, "no seccomp numbers for this machine"
@@ -116,8 +117,7 @@ class SocketFilter:
             (_JUMP_EQ, 1, 0, socket_nr | _X32),
             (_RETURN, 0, 0, _ALLOW),
             (_LOAD, 0, 0, 16),  # the low half of seccomp_data.args[0]: the family
-            (_JUMP_EQ, 2, 0, 2),  # AF_INET
-            (_JUMP_EQ, 1, 0, 10),  # AF_INET6
+            (_JUMP_EQ, 0, 1, 1),  # AF_UNIX
             (_RETURN, 0, 0, _ALLOW),
             (_RETURN, 0, 0, deny),
         ]

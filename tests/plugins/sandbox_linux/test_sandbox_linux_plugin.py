@@ -461,3 +461,31 @@ async def test_a_ruleset_is_reused_until_a_listed_folder_changes(
 
 def test_a_folder_gone_changes_the_stamps(tmp_path: Path) -> None:
     assert _landlock._stamps([str(tmp_path / "gone")]) == (-1,)
+
+
+async def test_under_landlock_the_command_cannot_signal_dsh() -> None:
+    require("landlock")
+    if _syscalls.landlock_abi() < 6:
+        pytest.skip("signal scoping needs Landlock ABI 6")
+    script = f"kill -0 {os.getpid()} 2>/dev/null && echo signalled || echo refused"
+    assert await confined("landlock", SandboxPolicy("read-only"), script) == (0, "refused\n")
+
+
+async def test_under_landlock_without_network_only_unix_sockets_open() -> None:
+    require("landlock")
+    script = (
+        "import socket\n"
+        "for family in (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_UNIX):\n"
+        "    try:\n"
+        "        socket.socket(family, socket.SOCK_DGRAM).close()\n"
+        "    except PermissionError:\n"
+        "        print(family.name, 'refused')\n"
+        "    else:\n"
+        "        print(family.name, 'opened')\n"
+    )
+    policy = SandboxPolicy("read-only")
+    code, output = await run(await launch_for("landlock", policy), ["python3", "-c", script])
+    assert (code, output) == (
+        0,
+        "AF_INET refused\nAF_INET6 refused\nAF_NETLINK refused\nAF_UNIX opened\n",
+    )
