@@ -15,6 +15,7 @@ __all__ = [
     "BashRequest",
     "BashResult",
     "BashRun",
+    "BashSandbox",
     "StreamOutput",
     "join_parts",
     "signal_name",
@@ -74,6 +75,9 @@ class BashRequest:
     the executor scrubbed the environment; ``session_id`` is the calling agent's
     session (``DSH_SESSION_ID``); ``on_start`` is called with the :class:`BashRun` as
     soon as the process exists (a background job reads its output through it).
+    ``session_cwd`` is the calling agent's working directory (a sandboxing executor's
+    default writable root; None: ``cwd``, else the process's); ``unsandboxed`` runs the
+    command outside the executor's sandbox (the caller has had a person allow it).
     """
 
     command: str
@@ -82,6 +86,27 @@ class BashRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     session_id: str | None = None
     on_start: Callable[[BashRun], None] | None = None
+    session_cwd: str | None = None
+    unsandboxed: bool = False
+
+
+@dataclass(frozen=True)
+class BashSandbox:
+    """How an executor confines the commands it runs, provided at ctx key
+    ``bash_sandbox`` while it does (``bash-local`` with ``sandbox`` on): the tool
+    offers ``unsandboxed`` and tells the model what the sandbox allows.
+
+    ``mode`` is ``"read-only"`` or ``"workspace-write"``; ``writable_roots`` are the
+    roots as configured (a relative one is taken from the session's working
+    directory, ``"."`` being that directory itself; unused in ``read-only``);
+    ``network`` says whether commands may use the network; ``deny_read`` holds the
+    globs of the files commands cannot read.
+    """
+
+    mode: str
+    writable_roots: tuple[str, ...] = ()
+    network: bool = False
+    deny_read: tuple[str, ...] = ()
 
 
 class BashExecutor(Protocol):

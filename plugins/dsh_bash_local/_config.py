@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import tempfile
+from typing import Annotated, Literal
 
-__all__ = ["DEFAULT_SCRUB", "LocalBashConfig"]
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from dsh_fs import compile_glob
+from dsh_fs_local import DEFAULT_DENY_READ
+
+__all__ = ["DEFAULT_SCRUB", "LocalBashConfig", "SandboxMode", "default_writable_roots"]
+
+#: How commands are confined: not at all, no writes, or writes in the writable roots.
+SandboxMode = Literal["off", "read-only", "workspace-write"]
 
 #: What marks a variable's name as a secret (compared in upper case): a part the name
 #: contains, or a glob pattern (an entry with ``*``, ``?`` or ``[``) the whole name
@@ -24,6 +33,25 @@ DEFAULT_SCRUB = (
     "*_KEY",
     "NPM_*AUTH*",
 )
+
+
+def default_writable_roots() -> list[str]:
+    """The session's working directory (``.``) and the platform temp dir."""
+    return [".", tempfile.gettempdir()]
+
+
+def _root(root: str) -> str:
+    if not root.strip():
+        raise ValueError("a writable root must name a directory, got an empty string")
+    return root
+
+
+def _deny_glob(pattern: str) -> str:
+    # The form of fs-local's deny_read (ARCHITECTURE §6.3).
+    if not pattern.startswith(("/", "~")):
+        raise ValueError(f"deny_read pattern {pattern!r} must be absolute or start with ~")
+    compile_glob(pattern)
+    return pattern
 
 
 class LocalBashConfig(BaseModel):
@@ -53,6 +81,19 @@ class LocalBashConfig(BaseModel):
     scrub_url_passwords: bool = True
     #: The shell program, started as ``<shell> -c <command>``.
     shell: str = Field(default="bash", min_length=1)
+    #: Run each command in the ``sandbox`` service's sandbox (``off``: unconfined).
+    sandbox: SandboxMode = "off"
+    #: Let sandboxed commands use the network.
+    network: bool = False
+    #: Where sandboxed commands may write in ``workspace-write``: absolute, ``~``, or
+    #: relative to the calling session's working directory (``.`` is that directory).
+    writable_roots: list[Annotated[str, AfterValidator(_root)]] = Field(
+        default_factory=default_writable_roots
+    )
+    #: Globs (absolute or ``~``) of files sandboxed commands cannot read.
+    deny_read: list[Annotated[str, AfterValidator(_deny_glob)]] = Field(
+        default_factory=lambda: list(DEFAULT_DENY_READ)
+    )
 
     @model_validator(mode="after")
     def _default_within_max(self) -> LocalBashConfig:

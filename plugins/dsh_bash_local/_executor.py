@@ -7,6 +7,8 @@ import math
 import os
 import signal
 import subprocess
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -25,6 +27,7 @@ from dsh_bash import (
 )
 
 from ._config import LocalBashConfig
+from ._sandbox import Confinement
 from ._scrub import Scrub
 
 __all__ = ["LocalExecutor"]
@@ -41,10 +44,16 @@ class LocalExecutor:
     stopping it (timeout, cancellation, :meth:`stop_all`) sends SIGTERM to the whole
     group, then SIGKILL after the grace. When the shell exits, whatever it left running
     in its group is killed too.
+
+    With a ``sandbox`` service (``config.sandbox`` not ``off``), each command that is
+    not ``unsandboxed`` starts as the :class:`~dsh_sandbox.Launch` the service gives
+    for its policy says (an argv prefix, a step before exec, descriptors to pass on).
     """
 
-    def __init__(self, config: LocalBashConfig) -> None:
+    def __init__(self, config: LocalBashConfig, sandbox: Any = None) -> None:
         self.config = config
+        #: The sandbox commands run in (None: none).
+        self.confinement = None if sandbox is None else Confinement(config, sandbox)
         self.spill = SpillFolder(config.spill_dir)
         self.inflight = InFlight()
         self._scrub = Scrub(config.scrub_env, urls=config.scrub_url_passwords)
@@ -100,18 +109,27 @@ class LocalExecutor:
         config = self.config
         timeout = config.default_timeout_ms if request.timeout_ms is None else request.timeout_ms
         cwd = request.cwd
+        argv = [config.shell, "-c", request.command]
+        preexec: Callable[[], None] | None = None
+        pass_fds: tuple[int, ...] = ()
+        confinement = self.confinement
+        if confinement is not None and not request.unsandboxed:
+            launch = await confinement.launch(request)
+            argv, preexec, pass_fds = launch.argv(argv), launch.preexec, launch.pass_fds
         try:
             # Shielded: a cancellation while the process is being made would leave it
             # (and whatever it starts) running where nothing kills its group; it is
             # delivered at the first checkpoint below instead.
             with anyio.CancelScope(shield=True):
                 process = await open_process(
-                    [config.shell, "-c", request.command],
+                    argv,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     cwd=cwd,
                     env=self.environment(request),
+                    preexec=preexec,
+                    pass_fds=pass_fds,
                 )
         except OSError as exc:
             reason = exc.strerror or str(exc)

@@ -7,12 +7,15 @@ YAML name ``tool-bash``; it injects ``tools``, ``bash`` and ``system_prompt``, u
 from __future__ import annotations
 
 from ._render import render_result
+from ._sandbox import LEAVE_SENTENCE, sandbox_guidance
 from ._tool import (
     BACKGROUND_SENTENCE,
     DESCRIPTION,
     GUIDANCE,
     BackgroundBashArgs,
     BashArgs,
+    SandboxedBackgroundBashArgs,
+    SandboxedBashArgs,
     ToolBash,
     ToolBashConfig,
 )
@@ -23,10 +26,14 @@ __all__ = [
     "BACKGROUND_SENTENCE",
     "DESCRIPTION",
     "GUIDANCE",
+    "LEAVE_SENTENCE",
     "BackgroundBashArgs",
     "BashArgs",
+    "SandboxedBackgroundBashArgs",
+    "SandboxedBashArgs",
     "ToolBash",
     "ToolBashConfig",
     "plugin",
     "render_result",
+    "sandbox_guidance",
 ]

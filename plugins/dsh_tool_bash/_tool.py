@@ -11,11 +11,12 @@ from pydantic.json_schema import SkipJsonSchema
 
 from dsh import Context, Disposer, Plugin
 from dsh_approval import ApprovalRequest
-from dsh_bash import BashRequest
+from dsh_bash import BashRequest, BashSandbox
 from dsh_system_prompt import PromptSection
 from dsh_tools import Tool, ToolArgumentsError, ToolCall
 
 from ._render import render_result
+from ._sandbox import sandbox_guidance
 
 __all__ = [
     "BACKGROUND_SENTENCE",
@@ -23,6 +24,8 @@ __all__ = [
     "GUIDANCE",
     "BackgroundBashArgs",
     "BashArgs",
+    "SandboxedBackgroundBashArgs",
+    "SandboxedBashArgs",
     "ToolBash",
     "ToolBashConfig",
 ]
@@ -83,8 +86,10 @@ class BashArgs(BaseModel):
             "directory (default: that directory)."
         ),
     )
-    # Accepted (to answer it clearly), never shown: see BackgroundBashArgs.
+    # Accepted (to answer them clearly), never shown: see BackgroundBashArgs and
+    # SandboxedBashArgs.
     run_in_background: SkipJsonSchema[bool] = False
+    unsandboxed: SkipJsonSchema[bool] = False
 
 
 class BackgroundBashArgs(BashArgs):
@@ -95,6 +100,25 @@ class BackgroundBashArgs(BashArgs):
     )
 
 
+UNSANDBOXED = Field(
+    default=False,
+    description=(
+        "Run the command outside the sandbox; the user is asked to allow it first. Only "
+        "for a command that failed because of the sandbox and must run."
+    ),
+)
+
+
+class SandboxedBashArgs(BashArgs):
+    # The arguments of ``bash`` in a sandbox, without background jobs.
+    unsandboxed: bool = UNSANDBOXED
+
+
+class SandboxedBackgroundBashArgs(BackgroundBashArgs):
+    # The arguments of ``bash`` in a sandbox, with background jobs.
+    unsandboxed: bool = UNSANDBOXED
+
+
 class ToolBashConfig(BaseModel):
     """Config of ``tool-bash``."""
 
@@ -102,6 +126,9 @@ class ToolBashConfig(BaseModel):
 
     #: Offer ``run_in_background`` (when the ``jobs`` service is loaded too).
     enable_run_in_background: bool = True
+    #: Ask about sandboxed commands too under the approval policy ``ask`` (by default
+    #: only commands run without a sandbox are asked about).
+    ask_sandboxed: bool = False
 
 
 class ToolBash(Plugin):
@@ -110,23 +137,31 @@ class ToolBash(Plugin):
     The tool runs through the ``bash`` seam; with the ``jobs`` service present (and
     ``enable_run_in_background``) it offers ``run_in_background``, and the plugin
     restarts when that service comes or goes so the schema follows. When the
-    ``approval`` service is present, every command is asked about before it runs.
+    executor sandboxes its commands (ctx key ``bash_sandbox``, also followed) it offers
+    ``unsandboxed`` and its guidance says what the sandbox allows. When the
+    ``approval`` service is present, a command is asked about before it runs: every
+    command without a sandbox, one leaving it always (even under ``policy: allow``),
+    a sandboxed one unless the policy is ``ask`` (then only with ``ask_sandboxed``).
     """
 
     name = "tool-bash"
     Config = ToolBashConfig
     inject = ("tools", "bash", "system_prompt")
-    optional = ("jobs",)
+    optional = ("jobs", "bash_sandbox")
 
     def __init__(self, ctx: Context, config: ToolBashConfig) -> None:
         super().__init__(ctx, config)
         self.background = config.enable_run_in_background and ctx.get("jobs") is not None
+        #: What the executor's sandbox allows (None: commands run unconfined).
+        self.sandbox: BashSandbox | None = ctx.get("bash_sandbox")
 
     def setup(self) -> Iterator[Disposer]:
-        parameters: type[BashArgs] = BackgroundBashArgs if self.background else BashArgs
+        sandbox = self.sandbox
+        parameters = _PARAMETERS[self.background, sandbox is not None]
         sentence = BACKGROUND_SENTENCE if self.background else NO_BACKGROUND_SENTENCE
+        guidance = GUIDANCE if sandbox is None else f"{GUIDANCE} {sandbox_guidance(sandbox)}"
         yield self.ctx.system_prompt.section(
-            PromptSection(name="tool:bash", order=105, text=GUIDANCE)
+            PromptSection(name="tool:bash", order=105, text=guidance)
         )
         yield self.ctx.tools.register(
             Tool(
@@ -144,27 +179,55 @@ class ToolBash(Plugin):
             raise ToolArgumentsError(
                 f"invalid timeout_ms: expected a positive number of milliseconds, got {timeout}"
             )
+        if args.unsandboxed and self.sandbox is None:
+            raise ToolArgumentsError(
+                "unsandboxed is unavailable: commands here do not run in a sandbox "
+                "(bash-local sandbox: off)"
+            )
         agent = call.agent
         request = BashRequest(
             command=args.command,
             cwd=_workdir(agent, args.workdir),
             timeout_ms=timeout,
             session_id=None if agent is None else agent.session.id,
+            session_cwd=None if agent is None else agent.cwd,
+            unsandboxed=args.unsandboxed,
         )
         bash = self.ctx.bash
         bash.check(request)
         jobs = self._jobs() if args.run_in_background else None
-        approval = self.ctx.get("approval")
-        if approval is not None:
-            await approval.require(
-                ApprovalRequest(
-                    kind="bash", title=_title(args.command), detail=args.command, call=call
-                )
-            )
+        await self._approve(args, call)
         if jobs is not None:
             job = await jobs.start(request, agent=agent)
             return f"started background job {job.id}"
         return render_result(await bash.run(request))
+
+    async def _approve(self, args: BashArgs, call: ToolCall) -> None:
+        """Ask the ``approval`` service about the command when it should be asked;
+        raises ``ApprovalDeniedError`` when declined. A command leaving the sandbox
+        is always asked about, and refused without that service."""
+        approval = self.ctx.get("approval")
+        title = _title(args.command)
+        if args.unsandboxed:
+            if approval is None:
+                raise ToolArgumentsError(
+                    "unsandboxed commands need a person to allow them: load the approval "
+                    "plugin (none is loaded here)"
+                )
+            title = f"unsandboxed {title}"
+        elif approval is None or (
+            self.sandbox is not None and approval.policy == "ask" and not self.config.ask_sandboxed
+        ):
+            return
+        await approval.require(
+            ApprovalRequest(
+                kind="bash",
+                title=title,
+                detail=args.command,
+                call=call,
+                always_ask=args.unsandboxed,
+            )
+        )
 
     def _jobs(self) -> Any:
         if not self.config.enable_run_in_background:
@@ -178,6 +241,15 @@ class ToolBash(Plugin):
                 "run_in_background is unavailable: load the jobs plugin (and tool-jobs)"
             )
         return jobs
+
+
+#: The parameters of ``bash`` by (background jobs offered, sandboxed).
+_PARAMETERS: dict[tuple[bool, bool], type[BashArgs]] = {
+    (False, False): BashArgs,
+    (True, False): BackgroundBashArgs,
+    (False, True): SandboxedBashArgs,
+    (True, True): SandboxedBackgroundBashArgs,
+}
 
 
 def _workdir(agent: Any, workdir: str | None) -> str | None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -18,8 +20,11 @@ from typing import Any
 
 import pytest
 
+from dsh_bash import BashSandbox
 from dsh_context_files import PREAMBLE as CONTEXT_PREAMBLE
+from dsh_fs_local import DEFAULT_DENY_READ
 from dsh_tool_bash import GUIDANCE as BASH_GUIDANCE
+from dsh_tool_bash import sandbox_guidance
 from dsh_tool_fs import SECTIONS as FS_SECTIONS
 from dsh_tool_jobs import GUIDANCE as JOBS_GUIDANCE
 from dsh_tool_web import FETCH_GUIDANCE
@@ -49,6 +54,15 @@ TOOLS = [
     "web_fetch",
     "write",
 ]
+#: A folder outside the temp dir where a test may make (and remove) a folder.
+VAR_TMP = "/var/tmp"
+#: The example's sandbox: workspace-write, the defaults of bash-local otherwise.
+SANDBOX = BashSandbox(
+    mode="workspace-write",
+    writable_roots=(".", tempfile.gettempdir()),
+    network=False,
+    deny_read=DEFAULT_DENY_READ,
+)
 
 
 def text_frames(text: str) -> list[dict[str, Any]]:
@@ -265,7 +279,7 @@ def test_prompt_shows_the_sections_in_order_and_the_tools(tmp_path: Path) -> Non
         "You are an AI agent powered by dsh.",
         PERSONA,
         *(section.text for section in FS_SECTIONS),
-        BASH_GUIDANCE,
+        f"{BASH_GUIDANCE} {sandbox_guidance(SANDBOX)}",
         JOBS_GUIDANCE,
         FETCH_GUIDANCE,
     ]
@@ -274,6 +288,7 @@ def test_prompt_shows_the_sections_in_order_and_the_tools(tmp_path: Path) -> Non
     names = [line.split('"')[3] for line in tools.splitlines() if line.startswith('  "name"')]
     assert names == TOOLS
     assert '"run_in_background"' in tools
+    assert '"unsandboxed"' in tools  # the example runs commands in a sandbox
 
 
 def test_the_projects_agents_md_joins_the_prompt_after_the_persona(tmp_path: Path) -> None:
@@ -319,3 +334,31 @@ def test_killed_while_a_subagents_command_runs_leaves_no_process(
         if process.poll() is None:
             process.kill()
     assert survivors(process, mark) == []
+
+
+def test_commands_run_in_the_sandbox_without_asking_and_leaving_it_is_declined(
+    wire: Wire, tmp_path: Path
+) -> None:
+    # -p without --yes: the sandboxed command runs (policy ask does not ask about it)
+    # and cannot write outside the session's cwd and the temp dir (tmp_path is in the
+    # temp dir: the folder outside both is made elsewhere); the escalation is declined.
+    outside = Path(tempfile.mkdtemp(dir=VAR_TMP))
+    assert not outside.is_relative_to(os.path.realpath(tempfile.gettempdir()))
+    command = f"echo in > inside.txt; echo x > {outside}/f"
+    wire.replies.put(tool_call_frames("bash", {"command": command}))
+    wire.replies.put(tool_call_frames("bash", {"command": "true", "unsandboxed": True}))
+    wire.replies.put(text_frames("Done"))
+    try:
+        done = run_dsh("run", str(EXAMPLE), "-p", "Write", cwd=tmp_path, env=environ(wire))
+        written = list(outside.iterdir())
+    finally:
+        shutil.rmtree(outside)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "inside.txt").read_text() == "in\n"
+    assert written == []
+    sandboxed, escalated = (request["body"]["messages"][-1] for request in wire.requests[1:])
+    assert sandboxed["content"].endswith("[exit code: 1]")
+    assert "Read-only file system" in sandboxed["content"]
+    assert escalated["content"] == "Error: the user declined: unsandboxed bash: true"
+    assert "[approval] declined: unsandboxed bash: true" in done.stderr
+    assert "[approval] declined: bash:" not in done.stderr  # the sandboxed one was not asked
