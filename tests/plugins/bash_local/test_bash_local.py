@@ -186,8 +186,9 @@ async def test_a_cancellation_that_comes_while_the_shell_starts_still_kills_it()
 async def test_a_cancellation_during_the_timeout_grace_keeps_timed_out(tmp_path: Path) -> None:
     fifo = make_fifo(tmp_path)
     started = Started()
-    # The first SIGTERM says so and restores the default: the second one kills.
-    command = f"trap 'echo term > {fifo}; trap - TERM' TERM; while :; do sleep 0.05; done"
+    # The first SIGTERM restores the default, then says so: the second one kills. (In
+    # the other order a second SIGTERM could land before the default is back.)
+    command = f"trap 'trap - TERM; echo term > {fifo}' TERM; while :; do sleep 0.05; done"
     async with shell(kill_grace_ms=60_000) as root, anyio.create_task_group() as tg:
         tg.start_soon(root.bash.run, BashRequest(command, timeout_ms=100, on_start=started))
         assert await read_fifo(fifo) == "term\n"  # the timeout fired: now in the grace
