@@ -348,9 +348,9 @@ class LoopAgent:
                 # status listener already aborts this turn.
                 scope = self._turn_scope = anyio.CancelScope()
                 self._abort_reason = "user"
-                if not self._in_session:
-                    await self._start_session()
                 self._set_status("running")
+                if not self._in_session:  # running already: when_idle waits for it
+                    await self._start_session()
                 await self._turn(messages, scope)
                 if self._fenced is not None:
                     # The store takes nothing more of this writer: no turn may run.

@@ -576,6 +576,21 @@ async def test_session_start_before_the_first_turn_and_end_when_the_agent_goes()
         assert heard[1:] == [("end", "main", agent.session, 2)]
 
 
+async def test_the_agent_is_running_while_session_start_is_heard() -> None:
+    async with rig() as r:
+        statuses: list[str] = []
+
+        async def start(agent: LoopAgent, session: Session) -> None:
+            await anyio.lowlevel.checkpoint()
+            statuses.append(agent.status)
+
+        r.root.on("session/start", start)
+        r.model.reply(text("one"))
+        # So when_idle, called while the listener runs, waits for the turn too.
+        assert await run_turn(r.agent, "one") == COMPLETED
+        assert statuses == ["running"]
+
+
 async def test_session_start_tells_a_resumed_session_by_its_turns() -> None:
     async with rig() as r:
         r.model.reply(text("one"), text("two"))
