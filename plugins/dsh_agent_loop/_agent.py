@@ -318,11 +318,11 @@ class LoopAgent:
             await self._notify("session/start")
 
     async def end_session(self) -> None:
-        """Say the session is over for now: ``session/end`` is dispatched (when heard)
-        once since the ``session/start`` before this agent's first turn, or since the
-        one before the first turn after the previous end. The agent's close calls it;
-        a front-end that ends while its agents live on (the terminal) calls it too, so
-        listeners hear it before the deployment unloads them. A no-op otherwise."""
+        """End the session for the loop events: dispatch ``session/end`` (when heard)
+        once per ``session/start``; a no-op when the session is not started. The next
+        turn starts it again. The agent's close calls it; a front-end that ends while
+        its agents live on (the terminal) calls it too, so that every listener hears it
+        before the deployment unloads them."""
         if not self._in_session:
             return
         self._in_session = False
