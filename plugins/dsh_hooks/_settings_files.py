@@ -1,0 +1,35 @@
+"""Finding and reading Claude Code settings files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ._errors import HookSettingsError
+
+__all__ = ["read_settings_files"]
+
+
+def read_settings_files(project: Path, home: Path) -> list[tuple[Path, Mapping[str, Any]]]:
+    """The settings files that exist, read: ``.claude/settings.local.json`` then
+    ``.claude/settings.json`` of the project directory and of each directory above
+    it, then ``~/.claude/settings.json``."""
+    user = home / ".claude" / "settings.json"
+    paths = [
+        folder / ".claude" / name
+        for folder in (project, *project.parents)
+        for name in ("settings.local.json", "settings.json")
+    ]
+    found: list[tuple[Path, Mapping[str, Any]]] = []
+    for path in dict.fromkeys([*(p for p in paths if p != user), user]):
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise HookSettingsError(f"cannot read the settings file {path}: {exc}") from None
+            if not isinstance(data, dict):
+                raise HookSettingsError(f"{path} must hold a JSON object")
+            found.append((path, data))
+    return found
