@@ -5,6 +5,7 @@ YAML name ``agents``; service ``AgentRegistry`` at ctx key ``agents``. See the R
 
 from __future__ import annotations
 
+from ._decision import HookDecision, HookDecisionError
 from ._registry import (
     Agent,
     AgentArgumentError,
@@ -28,6 +29,8 @@ __all__ = [
     "AgentRegistry",
     "AgentSpecs",
     "AgentTypeError",
+    "HookDecision",
+    "HookDecisionError",
     "NoModelError",
     "StepBlocked",
     "assemble_context_for",

@@ -11,6 +11,8 @@ from dsh_llm import LlmFailure, LlmRequest, Message
 from dsh_session import Session
 from dsh_system_prompt import AssembleContext
 
+from ._decision import HookDecision
+
 __all__ = [
     "Agent",
     "AgentArgumentError",
@@ -156,6 +158,42 @@ class AgentSpecs:
         listener that returns True has made a retry worthwhile (compaction shortened
         the history after a ``CONTEXT_LENGTH`` refusal): the loop ends the step and
         runs the turn on in a new step, once; otherwise the turn fails."""
+
+    # -- the loop events of RFC 0036 (ARCHITECTURE §6.14) --------------------------------
+
+    @hookspec
+    def tool_before(self, call: Any) -> HookDecision | None:
+        """Serial, before a tool call runs: ``call`` is its ``dsh_tools.ToolCall``
+        (``name``, ``arguments``, ``agent``). The first :class:`HookDecision` answered
+        wins; None: no opinion."""
+
+    @hookspec
+    def tool_after(self, call: Any, result: Any) -> str | None:
+        """After a call ran (``result`` is its ``dsh_tools.ToolResult``): every
+        listener is called, in order, and each text one returns is appended to what
+        the model reads of the result."""
+
+    @hookspec
+    def user_prompt(self, agent: Agent, message: Message) -> HookDecision | None:
+        """Serial, for each message that starts a turn, before it is recorded: the
+        first :class:`HookDecision` wins (``deny`` drops the turn's messages and ends
+        it ``blocked`` with the reason; ``context`` is added to the turn)."""
+
+    @hookspec
+    def turn_stop(self, agent: Agent, turn: int) -> str | None:
+        """Serial, when a turn would end because the model asked for no tool: a text
+        keeps it going (another step runs with the text as a user message, within
+        ``max_steps``)."""
+
+    @hookspec
+    def session_start(self, agent: Agent, session: Session) -> None:
+        """Parallel: the agent's driver starts, before its first turn (a new session,
+        or a resumed one: then ``session.events`` already holds its turns)."""
+
+    @hookspec
+    def session_end(self, agent: Agent, session: Session) -> None:
+        """Parallel: the driver of an agent that heard ``session/start`` stops (the
+        agent is disposed: closed, renewed, or its front-end ended)."""
 
 
 def assemble_context_for(agent: Agent) -> AssembleContext:

@@ -14,6 +14,7 @@ from dsh import Context, Disposer, DshError
 from dsh_agent import (
     AgentError,
     AgentTypeError,
+    HookDecision,
     NoModelError,
     StepBlocked,
     assemble_context_for,
@@ -110,6 +111,7 @@ class LoopAgent:
         "_fenced",
         "_header",
         "_idle",
+        "_in_session",
         "_inbox",
         "_loop",
         "_scope",
@@ -168,6 +170,8 @@ class LoopAgent:
         #: whether it has ended.
         self._driver: Disposer | None = None
         self._ended = False
+        #: Whether ``session/start`` was dispatched and ``session/end`` not yet.
+        self._in_session = False
 
     def __repr__(self) -> str:
         return f"<LoopAgent {self.id!r} {self._status}>"
@@ -301,9 +305,37 @@ class LoopAgent:
         except Exception as exc:
             _log.error("a listener of %s failed for agent %r", name, self.id, exc_info=exc)
 
+    async def _notify(self, name: str) -> None:
+        """``session/start`` or ``session/end``, heard in parallel; failures logged."""
+        try:
+            await self._loop.ctx.parallel(name, self, self.session, scope=self)
+        except Exception as exc:
+            _log.error("a listener of %s failed for agent %r", name, self.id, exc_info=exc)
+
+    async def _start_session(self) -> None:
+        self._in_session = True
+        if self._loop.session_start.heard(self):
+            await self._notify("session/start")
+
+    async def end_session(self) -> None:
+        """Say the session is over for now: ``session/end`` is dispatched (when heard)
+        once since the ``session/start`` before this agent's first turn, or since the
+        one before the first turn after the previous end. The agent's close calls it;
+        a front-end that ends while its agents live on (the terminal) calls it too, so
+        listeners hear it before the deployment unloads them. A no-op otherwise."""
+        if not self._in_session:
+            return
+        self._in_session = False
+        if self._loop.session_end.heard(self):
+            await self._notify("session/end")
+
     async def drive(self) -> None:
         """Run one turn per queued message until cancelled. Nothing a turn raises
-        escapes (the backstop): a failed turn is recorded and the next one runs."""
+        escapes (the backstop): a failed turn is recorded and the next one runs.
+
+        It dispatches ``session/start`` before a turn when the session is not started
+        (the first turn, or the first after :meth:`end_session`) and ends the session
+        once it stopped (shielded: the agent is being disposed)."""
         _DRIVING.set(self)
         try:
             while True:
@@ -316,6 +348,8 @@ class LoopAgent:
                 # status listener already aborts this turn.
                 scope = self._turn_scope = anyio.CancelScope()
                 self._abort_reason = "user"
+                if not self._in_session:
+                    await self._start_session()
                 self._set_status("running")
                 await self._turn(messages, scope)
                 if self._fenced is not None:
@@ -330,6 +364,8 @@ class LoopAgent:
             self._turn_scope = None
             self._inbox.clear()
             self._set_status("idle")
+            with anyio.CancelScope(shield=True):  # the agent is being disposed
+                await self.end_session()
 
     async def _turn(self, messages: list[Message], scope: anyio.CancelScope) -> None:
         session = self.session
@@ -388,7 +424,7 @@ class LoopAgent:
         prompt = ctx.system_prompt
         tools = ctx.tools
         llm = loop.ctx.llm
-        pending = messages
+        pending = await self._user_prompt(messages) if loop.user_prompt.heard(self) else messages
         max_tokens = False
         retried = False
         step = used = 0
@@ -456,9 +492,10 @@ class LoopAgent:
                     )
             finally:
                 session.append("step/end", {"turn": turn, "step": step})
-            if not calls and not self._steering:
+            # With nothing left to do, a turn/stop listener may keep the turn going.
+            pending = [] if calls or self._steering else await self._turn_stop(turn)
+            if not pending and not calls and not self._steering:
                 return {"kind": "max-tokens"} if max_tokens else {"kind": "completed"}
-            pending = []
 
     def _log_messages(self, turn: int, step: int, messages: Sequence[Message]) -> None:
         """One ``user/message`` per message sent in the step."""
@@ -503,6 +540,42 @@ class LoopAgent:
             return False
         answer = await self.ctx.serial("agent/request-failed", self, request, failure, scope=self)
         return answer is True
+
+    async def _user_prompt(self, messages: list[Message]) -> list[Message]:
+        """The ``user/prompt`` event over the messages that start a turn: each
+        decision's ``context`` follows its message as a user message; a ``deny``
+        refuses the turn (:class:`StepBlocked` with the reason: it ends ``blocked``
+        and nothing of it is recorded)."""
+        kept: list[Message] = []
+        for message in messages:
+            decision = await self._loop.ctx.serial("user/prompt", self, message, scope=self)
+            kept.append(message)
+            if decision is None:
+                continue
+            if not isinstance(decision, HookDecision):
+                raise AgentTypeError(
+                    "a user/prompt listener must answer a dsh_agent.HookDecision or None, "
+                    f"got {type(decision).__name__}"
+                )
+            if decision.decision == "deny":
+                raise StepBlocked(decision.reason or "a user/prompt listener refused the message")
+            if decision.context:
+                kept.append(Message.user(decision.context))
+        return kept
+
+    async def _turn_stop(self, turn: int) -> list[Message]:
+        """The ``turn/stop`` event (when heard): the user message that keeps the turn
+        going, or none."""
+        if not self._loop.turn_stop.heard(self):
+            return []
+        held = await self._loop.ctx.serial("turn/stop", self, turn, scope=self)
+        if held is None or held == "":
+            return []
+        if not isinstance(held, str):
+            raise AgentTypeError(
+                f"a turn/stop listener must answer a str or None, got {type(held).__name__}"
+            )
+        return [Message.user(held)]
 
     async def _pre_step(self, pending: list[Message], turn: int, step: int) -> Sequence[Message]:
         """The ``agent/pre-step`` waterfall (run only when someone listens)."""

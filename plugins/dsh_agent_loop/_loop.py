@@ -88,6 +88,14 @@ class AgentLoop(Plugin):
         #: The agent waterfalls, looked up once: a step skips one nobody listens to.
         self.pre_step = events.event("agent/pre-step")
         self.request = events.event("agent/request")
+        #: The loop events of RFC 0036, looked up once the same way: each is
+        #: dispatched only when someone in the agent's scope listens.
+        self.tool_before = events.event("tool/before")
+        self.tool_after = events.event("tool/after")
+        self.user_prompt = events.event("user/prompt")
+        self.turn_stop = events.event("turn/stop")
+        self.session_start = events.event("session/start")
+        self.session_end = events.event("session/end")
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx

@@ -1,11 +1,21 @@
-"""Running one step's tool calls: concurrently, with results recorded in model order."""
+"""Running one step's tool calls: concurrently, with results recorded in model order.
+
+Each call passes the ``tool/before`` and ``tool/after`` events (RFC 0036) when someone
+in the agent's scope listens; with nobody listening they cost one lookup each.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from dsh_agent import HookDecision
+from dsh_approval import ApprovalDeniedError, ApprovalRequest
 from dsh_llm import ToolCallBlock
 from dsh_tools import ToolCall, ToolResult
 
@@ -16,17 +26,22 @@ if TYPE_CHECKING:
 
 __all__ = ["ABORTED", "ABORTED_BEFORE_DISPATCH", "run_tool_calls"]
 
+_log = logging.getLogger("dsh.agent-loop")
+
 #: The result of a call that was running when its turn was cancelled.
 ABORTED = ToolResult("Error: tool call aborted", is_error=True, code="ABORTED")
 #: The result of a call that had not started when its turn was cancelled.
 ABORTED_BEFORE_DISPATCH = ToolResult(
     "Error: tool call aborted before dispatch", is_error=True, code="ABORTED_BEFORE_DISPATCH"
 )
+#: The code of a call a ``tool/before`` listener refused.
+_HOOK_DENIED = "HOOK_DENIED"
+
+#: The most characters of a call's arguments the ``ask`` question's title shows.
+_TITLE_ARGUMENTS = 120
 
 
-def _log_result(
-    session: Session, turn: int, step: int, call: ToolCallBlock, result: ToolResult
-) -> None:
+def _log_result(session: Session, turn: int, step: int, call: ToolCall, result: ToolResult) -> None:
     data: dict[str, Any] = {
         "turn": turn,
         "step": step,
@@ -37,7 +52,105 @@ def _log_result(
     }
     if result.code is not None:
         data["code"] = result.code
+    arguments = call.arguments
+    if not isinstance(arguments, str):
+        # A tool/before listener replaced the model's arguments (its tool/call event
+        # keeps what the model wrote): what the tool ran with.
+        data["arguments"] = dict(arguments)
     session.append("tool/result", data)
+
+
+def _denied(reason: str) -> ToolResult:
+    return ToolResult(f"Error: blocked by a hook: {reason}", is_error=True, code=_HOOK_DENIED)
+
+
+def _ask_request(call: ToolCall, reason: str) -> ApprovalRequest:
+    shown = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+    if len(shown) > _TITLE_ARGUMENTS:
+        shown = shown[: _TITLE_ARGUMENTS - 1] + "…"
+    title = f"{call.name} {shown}".rstrip()
+    return ApprovalRequest(
+        kind="tool",
+        title=f"{title} ({reason})" if reason else title,
+        detail=reason,
+        call=call,
+        always_ask=True,
+    )
+
+
+async def _before(agent: LoopAgent, call: ToolCall) -> ToolResult | None:
+    """The ``tool/before`` event: None lets the call run (its arguments and permission
+    possibly settled by the answer), a result refuses it. A listener that fails or
+    answers something else than a :class:`HookDecision` refuses the call (a guard
+    that cannot answer fails closed)."""
+    try:
+        decision = await agent._loop.ctx.serial("tool/before", call, scope=agent)
+    except Exception as exc:
+        _log.error("a tool/before listener failed for %s", call.name, exc_info=exc)
+        return _denied(f"a tool/before listener failed: {str(exc) or type(exc).__name__}")
+    if decision is None:
+        return None
+    if not isinstance(decision, HookDecision):
+        return _denied(
+            f"a tool/before listener answered {type(decision).__name__}; "
+            "it must answer a dsh_agent.HookDecision or None"
+        )
+    if decision.arguments is not None:
+        call.arguments = dict(decision.arguments)
+    verdict = decision.decision
+    if verdict == "deny":
+        return _denied(decision.reason or "no reason given")
+    if verdict == "allow":
+        call.permission = "allow"
+    elif verdict == "ask":
+        request = _ask_request(call, decision.reason)
+        approval = agent.ctx.get("approval")
+        if approval is None or not await approval.request(request):
+            policy = None if approval is None or approval.policy != "deny" else "deny"
+            error = ApprovalDeniedError(request, policy)
+            return ToolResult(f"Error: {error}", is_error=True, code=error.code)
+        call.permission = "approved"
+    return None
+
+
+async def _after(agent: LoopAgent, call: ToolCall, result: ToolResult) -> ToolResult:
+    """The ``tool/after`` event: every listener, in order; each text appended to the
+    result. A listener that fails (or answers something else than text) is logged
+    and adds nothing."""
+    texts: list[str] = []
+    for listener in agent._loop.tool_after.heard(agent):
+        try:
+            text = listener.call((call, result))
+            if inspect.isawaitable(text):
+                text = await text
+        except Exception as exc:
+            _log.error("a tool/after listener failed for %s", call.name, exc_info=exc)
+            continue
+        if isinstance(text, str):
+            if text:
+                texts.append(text)
+        elif text is not None:
+            _log.error(
+                "a tool/after listener answered %s for %s; it must answer a str or None",
+                type(text).__name__,
+                call.name,
+            )
+    if not texts:
+        return result
+    return dataclasses.replace(result, content="\n\n".join((result.content, *texts)))
+
+
+async def _execute(agent: LoopAgent, tools: Any, call: ToolCall) -> ToolResult:
+    """One call, through ``tool/before`` and ``tool/after`` when they are heard."""
+    loop = agent._loop
+    if loop.tool_before.heard(agent):
+        refused = await _before(agent, call)
+        if refused is not None:
+            return refused
+    result: ToolResult = await tools.execute(call.name, call.arguments, call)
+    if loop.tool_after.heard(agent):
+        result = await _after(agent, call, result)
+    return result
 
 
 async def run_tool_calls(
@@ -58,26 +171,28 @@ async def run_tool_calls(
     that had not gets :data:`ABORTED_BEFORE_DISPATCH`: every call gets a result.
     """
     session = agent.session
-    for call in calls:
+    made = []
+    for block in calls:
         session.append(
             "tool/call",
             {
                 "turn": turn,
                 "step": step,
-                "call_id": call.id,
-                "name": call.name,
-                "arguments": call.arguments,
+                "call_id": block.id,
+                "name": block.name,
+                "arguments": block.arguments,
             },
         )
+        made.append(ToolCall(block.id, agent=agent, name=block.name, arguments=block.arguments))
     if tools is None:
         tools = agent.ctx.tools
-    if len(calls) == 1:
-        await _run_one(agent, tools, turn, step, calls[0])
+    if len(made) == 1:
+        await _run_one(agent, tools, turn, step, made[0])
     else:
-        await _run_many(agent, turn, step, calls, limit, tools=tools)
+        await _run_many(agent, turn, step, made, limit, tools=tools)
 
 
-async def _run_one(agent: LoopAgent, tools: Any, turn: int, step: int, call: ToolCallBlock) -> None:
+async def _run_one(agent: LoopAgent, tools: Any, turn: int, step: int, call: ToolCall) -> None:
     """The fast path of a step with one call: no task, no task group, no semaphore.
 
     The outcomes are those of :func:`_run_many`: a turn cancelled before the call is
@@ -90,15 +205,14 @@ async def _run_one(agent: LoopAgent, tools: Any, turn: int, step: int, call: Too
         await anyio.lowlevel.checkpoint_if_cancelled()
         result = ABORTED
         with anyio.CancelScope() as scope:
-            result = await tools.execute(
-                call.name, call.arguments, ToolCall(call.id, agent=agent, cancel_scope=scope)
-            )
+            call.cancel_scope = scope
+            result = await _execute(agent, tools, call)
     finally:
         _log_result(agent.session, turn, step, call, result)
 
 
 async def _run_many(
-    agent: LoopAgent, turn: int, step: int, calls: list[ToolCallBlock], limit: int, *, tools: Any
+    agent: LoopAgent, turn: int, step: int, calls: list[ToolCall], limit: int, *, tools: Any
 ) -> None:
     session = agent.session
     count = len(calls)
@@ -119,12 +233,11 @@ async def _run_many(
             committed = i + 1
             _log_result(session, turn, step, calls[i], result)
 
-    async def run(i: int, call: ToolCallBlock) -> None:
+    async def run(i: int, call: ToolCall) -> None:
         try:
             with anyio.CancelScope() as scope:
-                results[i] = await tools.execute(
-                    call.name, call.arguments, ToolCall(call.id, agent=agent, cancel_scope=scope)
-                )
+                call.cancel_scope = scope
+                results[i] = await _execute(agent, tools, call)
             # A tool that cancelled its own call's scope ends like an aborted call.
             results[i] = results[i] or ABORTED
             commit(final=False)

@@ -74,7 +74,8 @@ class ApprovalSpecs:
 
     @hookspec
     def approval_decided(self, request: ApprovalRequest, approved: bool, by: str) -> None:
-        """A request was answered; ``by`` is ``"policy"`` or ``"responder"``."""
+        """A request was answered; ``by`` is ``"policy"``, ``"responder"`` or ``"hook"``
+        (a ``tool/before`` listener settled the call's questions)."""
 
 
 class ApprovalConfig(BaseModel):
@@ -125,7 +126,15 @@ class Approval(Service):
     async def request(self, request: ApprovalRequest) -> bool:
         """Whether ``request`` is approved: by the policy, or (``ask``) by the
         responder; no responder means no. Emits ``approval/decided``. A responder's
-        error propagates; cancellation of the caller cancels the question."""
+        error propagates; cancellation of the caller cancels the question.
+
+        A ``tool/before`` listener may have settled the call's questions already
+        (``request.call.permission``, RFC 0036): ``"approved"`` (a person approved the
+        call) approves every request of the call, ``"allow"`` every one but an
+        ``always_ask`` one, whatever the policy (``by`` is ``"hook"``)."""
+        permission = getattr(request.call, "permission", None)
+        if permission == "approved" or (permission == "allow" and not request.always_ask):
+            return self._decided(request, True, "hook")
         policy = self.policy
         if policy == "deny" or (policy == "allow" and not request.always_ask):
             return self._decided(request, policy == "allow", "policy")

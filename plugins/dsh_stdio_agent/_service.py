@@ -561,6 +561,12 @@ class _Chat:
                     unanswer()
                 self.end_line()
                 tg.cancel_scope.cancel()
+        # The front-end is done with the session: session/end listeners hear it now,
+        # before the deployment unloads them (an agent not made by the loop has none).
+        end_session = getattr(self.agent, "end_session", None)
+        if end_session is not None:
+            with anyio.CancelScope(shield=True):
+                await end_session()
         if self.pipe_closed:
             raise BrokenPipeError("stdout's reader went away")
         session = self.agent.session

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -40,11 +41,34 @@ class ToolCall:
     ``id`` is the model's call id, ``agent`` the calling agent's handle (``None`` when a
     call does not come from an agent), and ``cancel_scope`` the scope the caller runs
     the call in, if it shares it; cancelling that scope cancels the call.
+
+    ``name`` and ``arguments`` are the tool called and what it is called with (the
+    model's JSON text, or the mapping a ``tool/before`` listener replaced it by); the
+    agent loop fills them in, other callers may leave them empty. ``permission`` is
+    what a ``tool/before`` listener settled for the call's approval questions (see
+    ``dsh_approval.Approval.request``): ``"allow"`` approves them except ``always_ask``
+    ones, ``"approved"`` (a person already approved the call) approves every one, and
+    None asks as usual.
     """
 
     id: str
     agent: Any = None
     cancel_scope: anyio.CancelScope | None = None
+    name: str = ""
+    arguments: str | Mapping[str, Any] = ""
+    permission: str | None = None
+
+    def input(self) -> dict[str, Any]:
+        """:attr:`arguments` as a dict: the JSON object the model wrote (``{}`` when
+        the text is empty, not JSON, or not an object), or a copy of the mapping."""
+        arguments = self.arguments
+        if not isinstance(arguments, str):
+            return dict(arguments)
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
 
     @property
     def cancelled(self) -> bool:

@@ -293,3 +293,32 @@ def test_dsh_run_with_policy_deny_says_the_policy_refused(
     assert capsys.readouterr().out == (
         "result: Error: refused by the approval policy (deny): bash: printf ALLOWED\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("permission", "always_ask", "policy", "answer", "by"),
+    [
+        # allow: every question of the call approved, whatever the policy ...
+        ("allow", False, "ask", True, "hook"),
+        ("allow", False, "deny", True, "hook"),
+        # ... but an always_ask one is asked as usual (no responder here: no).
+        ("allow", True, "ask", False, "policy"),
+        ("allow", True, "deny", False, "policy"),
+        # approved: a person approved the call; every question of it is answered.
+        ("approved", True, "ask", True, "hook"),
+        ("approved", True, "deny", True, "hook"),
+        # None: the policy decides.
+        (None, False, "ask", False, "policy"),
+    ],
+)
+async def test_a_calls_permission_settles_its_questions(
+    permission: str | None, always_ask: bool, policy: str, answer: bool, by: str
+) -> None:
+    """RFC 0036: a ``tool/before`` listener's decision, carried by the call."""
+    call = ToolCall("c1", name="bash", permission=permission)
+    request = ApprovalRequest(kind="bash", title="bash: make", call=call, always_ask=always_ask)
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": policy})
+        seen = heard(root)
+        assert await root.approval.request(request) is answer
+        assert seen == [("bash: make", answer, by)]
