@@ -14,7 +14,7 @@ import anyio
 from dsh import Context, Disposer, Plugin
 from dsh_agent import HookDecision
 
-from ._config import HooksConfig
+from ._config import HookGroup, HooksConfig
 from ._names import claude_tool_name
 from ._reply import Reply, read_reply
 from ._runner import Outcome, run_hook
@@ -27,17 +27,6 @@ __all__ = ["Hooks"]
 
 #: The events whose plain (not JSON) stdout is context for the model.
 _PLAIN_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart"})
-
-
-def _arguments(arguments: str | Mapping[str, Any]) -> dict[str, Any]:
-    """A call's arguments as a dict (the model's JSON text, or what a hook set)."""
-    if not isinstance(arguments, str):
-        return dict(arguments)
-    try:
-        data = json.loads(arguments or "{}")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _joined(texts: Sequence[str]) -> str:
@@ -57,7 +46,9 @@ class Hooks(Plugin):
         super().__init__(ctx, config)
         project = config.project_dir
         self.project_dir = Path(project).expanduser().resolve() if project else Path.cwd()
-        groups = [(event, group) for event, found in config.hooks.items() for group in found]
+        groups: list[tuple[str, HookGroup]] = [
+            (event, group) for event, found in config.hooks.items() for group in found
+        ]
         if config.claude_settings:
             groups += settings_hooks(read_settings_files(self.project_dir, Path.home()))
         self.table = HookTable(groups, config.timeout)
@@ -80,7 +71,8 @@ class Hooks(Plugin):
             yield ctx.on("turn/stop", self.turn_stop)
         if "SessionStart" in table:
             yield ctx.on("session/start", self.session_start)
-        yield ctx.on("session/end", self.session_end)
+        if "SessionEnd" in table:
+            yield ctx.on("session/end", self.session_end)
 
     # -- running ------------------------------------------------------------------------
 
@@ -155,7 +147,7 @@ class Hooks(Plugin):
         hooks = self.table.select("PreToolUse", name, call.name)
         if not hooks:
             return None
-        arguments = _arguments(call.arguments)
+        arguments = call.input()
         shown = to_tool_input(call.name, arguments)
         agent = call.agent
         replies = await self._run(
@@ -201,7 +193,7 @@ class Hooks(Plugin):
         name = claude_tool_name(call.name)
         hooks = self.table.select("PostToolUse", name, call.name)
         if hooks:
-            arguments = _arguments(call.arguments)
+            arguments = call.input()
             response: dict[str, Any] = {"content": result.content, "is_error": result.is_error}
             if result.code is not None:
                 response["code"] = result.code
@@ -255,7 +247,7 @@ class Hooks(Plugin):
     async def session_start(self, agent: Any, session: Any) -> None:
         """``SessionStart`` (source ``startup``, or ``resume`` for a session with
         turns): context it gives is added to the agent's first prompt."""
-        source = "resume" if session.last_turn else "startup"
+        source = "resume" if session.last_turn() else "startup"
         hooks = self.table.select("SessionStart", source)
         if not hooks:
             return
@@ -266,10 +258,7 @@ class Hooks(Plugin):
             self._session_context[agent] = context
 
     async def session_end(self, agent: Any, session: Any) -> None:
-        """``SessionEnd`` (reason ``other``): notify only; forgets the agent."""
-        self._session_context.pop(agent, None)
-        self._continued.pop(agent, None)
+        """``SessionEnd`` (reason ``other``): notify only."""
         hooks = self.table.select("SessionEnd")
-        if hooks:
-            replies = await self._run("SessionEnd", agent, hooks, {"reason": "other"})
-            self._unblocking("SessionEnd", agent, replies)
+        replies = await self._run("SessionEnd", agent, hooks, {"reason": "other"})
+        self._unblocking("SessionEnd", agent, replies)

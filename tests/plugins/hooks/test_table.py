@@ -11,7 +11,8 @@ from dsh_hooks._tool_input import from_tool_input, to_tool_input
 
 
 def group(matcher: str, *commands: str, timeout: float | None = None) -> HookGroup:
-    return HookGroup(matcher=matcher, hooks=[{"command": c, "timeout": timeout} for c in commands])
+    hooks = [{"command": command, "timeout": timeout} for command in commands]
+    return HookGroup.model_validate({"matcher": matcher, "hooks": hooks})
 
 
 def commands(table: HookTable, event: str, *names: str) -> list[str]:
