@@ -34,6 +34,7 @@ from acp.schema import (
 
 from dsh import DshError
 from dsh_agent import Agent
+from dsh_approval import ALWAYS
 from dsh_session import Session, SessionEvent
 
 from ._mapping import SessionUpdate, prompt_text, session_updates, stop_reason, tool_kind
@@ -359,11 +360,13 @@ class AcpAgent:
 
     # -- approvals ---------------------------------------------------------------------
 
-    async def _answer(self, request: Any) -> bool:
+    async def _answer(self, request: Any) -> bool | str:
         """The approval responder: ``session/request_permission`` in the ACP session
         the asking call belongs to (a subagent's: its root session's), after every
         update queued before it; "always allow" is remembered for the request's kind and
-        title in that session; a reject, a cancelled request or no session is a no."""
+        title in that session, and answers ``"always"`` (``dsh_permissions``, when
+        loaded, persists a rule for it); a reject, a cancelled request or no session is
+        a no."""
         found = self._link_of(request.call)
         if found is None:
             _log.warning("declined %r: the call belongs to no ACP session", request.title)
@@ -395,7 +398,8 @@ class AcpAgent:
         choice = getattr(outcome, "option_id", None)
         if choice == ALLOW_ALWAYS:
             link.allowed.add(key)
-        return choice in (ALLOW_ONCE, ALLOW_ALWAYS)
+            return ALWAYS
+        return choice == ALLOW_ONCE
 
     def _link_of(self, call: Any) -> tuple[_Link, bool] | None:
         """The ACP session of ``call``'s agent, or of the nearest ancestor session (a

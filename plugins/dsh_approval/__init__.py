@@ -8,6 +8,7 @@ answers the questions (``set_responder``); tools ask through ``request`` or
 from __future__ import annotations
 
 from ._service import (
+    ALWAYS,
     Approval,
     ApprovalConfig,
     ApprovalDeniedError,
@@ -20,6 +21,7 @@ from ._service import (
 plugin = Approval
 
 __all__ = [
+    "ALWAYS",
     "Approval",
     "ApprovalConfig",
     "ApprovalDeniedError",

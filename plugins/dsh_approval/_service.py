@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from dsh import Context, Disposer, DshError, Service, hookspec
 
 __all__ = [
+    "ALWAYS",
     "Approval",
     "ApprovalConfig",
     "ApprovalDeniedError",
@@ -42,8 +43,13 @@ class ApprovalRequest:
     always_ask: bool = False
 
 
-#: How a front-end answers: ``responder(request) -> bool | Awaitable[bool]``.
-Responder = Callable[[ApprovalRequest], bool | Awaitable[bool]]
+#: The answer that approves a request for good (RFC 0036): ``approval/always`` is
+#: emitted, and a listener (``dsh_permissions``) remembers a rule for it.
+ALWAYS = "always"
+
+#: How a front-end answers: ``responder(request) -> bool | "always"`` (or an awaitable
+#: of it).
+Responder = Callable[[ApprovalRequest], bool | str | Awaitable[bool | str]]
 
 
 class ApprovalError(DshError, RuntimeError):
@@ -71,6 +77,12 @@ class ApprovalDeniedError(DshError, PermissionError):
 
 class ApprovalSpecs:
     """The events owned by the approval service."""
+
+    @hookspec
+    def approval_always(self, request: ApprovalRequest) -> None:
+        """The responder answered ``"always"``: approve such requests from now on (a
+        listener persists a rule for ``request.call``). Emitted before
+        ``approval/decided``."""
 
     @hookspec
     def approval_decided(self, request: ApprovalRequest, approved: bool, by: str) -> None:
@@ -101,6 +113,12 @@ class Approval(Service):
     def __init__(self, ctx: Context, config: ApprovalConfig) -> None:
         super().__init__(ctx, config)
         self._responders: list[Responder] = []
+
+    @property
+    def remembers(self) -> bool:
+        """Whether an ``"always"`` answer is remembered: someone listens to
+        ``approval/always`` (a front-end offers that answer only then)."""
+        return bool(self.home_ctx.events.event("approval/always").listeners())
 
     @property
     def policy(self) -> str:
@@ -143,10 +161,13 @@ class Approval(Service):
         answer: object = self._responders[0](request)
         if inspect.isawaitable(answer):
             answer = await answer
+        if answer == ALWAYS:
+            self.home_ctx.emit("approval/always", request)
+            answer = True
         if not isinstance(answer, bool):
             raise ApprovalError(
                 f"the approval responder answered {answer!r} for {request.title!r}; "
-                "it must answer True or False"
+                f'it must answer True, False or "{ALWAYS}"'
             )
         return self._decided(request, answer, "responder")
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dsh import Context, Disposer, DshError, Service
 from dsh_agent import Agent, assemble_context_for
+from dsh_approval import ALWAYS
 from dsh_session import Session, SessionEvent
 from dsh_system_prompt import render_prompt
 
@@ -489,10 +490,12 @@ class _Chat:
 
     # -- approvals ------------------------------------------------------------------------
 
-    async def answer(self, request: Any) -> bool:
+    async def answer(self, request: Any) -> bool | str:
         """The approval responder: one question at a time. A one-shot run declines
         (``assume_yes`` allows); the REPL asks ``Allow <title>? [y/N]`` and takes
-        ``y`` as yes, anything else (Ctrl-C, Enter, the end of input) as no."""
+        ``y`` as yes, anything else (Ctrl-C, Enter, the end of input) as no. When the
+        approval service remembers "always" answers (``dsh_permissions``), it asks
+        ``[y/N/a]`` and ``a`` answers ``"always"``."""
         async with self.asking:
             title = request.title
             if self.assume_yes:
@@ -504,8 +507,14 @@ class _Chat:
                     "dsh run --yes allows every action)"
                 )
                 return False
-            key = await self.ask(f"Allow {title}? [y/N] ")
-            yes = key.strip()[:1] in ("y", "Y")
+            approval = self.owner.home_ctx.get("approval")
+            always = approval is not None and approval.remembers
+            key = await self.ask(f"Allow {title}? {'[y/N/a]' if always else '[y/N]'} ")
+            first = key.strip()[:1].lower()
+            if always and first == "a":
+                self.stream(self.err, "a\n")
+                return ALWAYS
+            yes = first == "y"
             self.stream(self.err, "y\n" if yes else "n\n")
             return yes
 

@@ -284,7 +284,7 @@ class TerminalChat(_Chat):
 
     # -- approvals --------------------------------------------------------------------------
 
-    async def answer(self, request: Any) -> bool:
+    async def answer(self, request: Any) -> bool | str:
         with self.view.paused():
             if not self.assume_yes:
                 discard_typeahead()

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from dsh import ConfigError, Context, DeploymentError, Disposer, Plugin, cli, load_deployment
 from dsh.testing import write_deployment
 from dsh_approval import (
+    ALWAYS,
     Approval,
     ApprovalDeniedError,
     ApprovalError,
@@ -322,3 +323,31 @@ async def test_a_calls_permission_settles_its_questions(
         seen = heard(root)
         assert await root.approval.request(request) is answer
         assert seen == [("bash: make", answer, by)]
+
+
+async def test_an_always_answer_approves_and_is_announced() -> None:
+    """RFC 0036: ``"always"`` approves, emits ``approval/always`` first, and
+    ``remembers`` says whether anyone listens to it."""
+    order: list[str] = []
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        approval = root.approval
+        assert not approval.remembers
+        stop = root.on("approval/always", lambda request: order.append(f"always {request.title}"))
+        assert approval.remembers
+        root.on("approval/decided", lambda request, approved, by: order.append(f"{approved} {by}"))
+        approval.set_responder(lambda request: ALWAYS)
+        assert await approval.request(ASK) is True
+        assert order == [f"always {ASK.title}", "True responder"]
+        stop()
+        assert not approval.remembers
+
+
+async def test_another_string_is_not_an_answer() -> None:
+    async with Context() as root:
+        await root.plugin(Approval, {"policy": "ask"})
+        root.approval.set_responder(lambda request: "yes")
+        with pytest.raises(
+            ApprovalError, match=r"answered 'yes' .* must answer True, False or \"always\""
+        ):
+            await root.approval.request(ASK)
