@@ -3,12 +3,13 @@
 Run: ``.venv/bin/python -m bench.hooks`` (asyncio backend; ``--quick`` for a smoke run,
 ``--trio`` for trio).
 
-Each run is one turn of two steps on a scripted model: an ``echo`` tool call, then a
-text answer. Three agents, built once, interleaved round by round:
+Each run is one turn of two steps on a scripted model (a fresh agent, created and
+disposed within the run): an ``echo`` tool call, then a text answer. Three roots, built
+once, interleaved round by round:
 
 * none: agent-core alone (no ``hooks`` plugin);
-* hooks, unused: the ``hooks`` plugin with a hook for an event the turn never meets
-  (``SessionEnd``): it listens to nothing the turn dispatches;
+* hook, no match: the ``hooks`` plugin with a ``PreToolUse`` hook for ``Read`` only: it
+  listens to ``tool/before`` and ``tool/after`` but runs nothing for ``echo``;
 * one hook: a ``PreToolUse`` hook on every tool whose command is ``true`` (a process
   start, ``bash -c true``, with the call's JSON on stdin, per call).
 
@@ -52,11 +53,13 @@ async def agent_with(root: Context, hooks: dict[str, Any] | None) -> Callable[[]
     root.tools.register(Tool(name="echo", description="echo", parameters=EchoArgs, execute=echo))
     if hooks is not None:
         await root.plugin(Hooks, {"claude_settings": False, "hooks": hooks})
-    agent = root.agents.get("main")
 
     async def turn() -> Any:
+        # A fresh agent each run: a growing history would time the history, not the hook.
+        agent = root.agents.create(model="m")
         model.reply(tool_calls(tool_call("echo", {"text": "hi"}, id="c1")), text("done"))
         await run_turn(agent, "go")
+        await agent.dispose()
         return agent.session
 
     return turn
@@ -72,7 +75,9 @@ async def main(quick: bool) -> None:
     async with Context() as none, Context() as unused, Context() as one:
         runs: dict[str, Callable[[], Awaitable[Any]]] = {
             "none": await agent_with(none, None),
-            "hooks, unused": await agent_with(unused, {"SessionEnd": noop}),
+            "hook, no match": await agent_with(
+                unused, {"PreToolUse": [{**noop[0], "matcher": "Read"}]}
+            ),
             "one hook": await agent_with(one, {"PreToolUse": noop}),
         }
 

@@ -13,15 +13,20 @@ import anyio
 
 from dsh import Context, Disposer, Plugin
 from dsh_agent import HookDecision
+from dsh_permissions import (
+    claude_tool_input,
+    claude_tool_name,
+    load_settings,
+    project_dir,
+    settings_files,
+)
 
 from ._config import HookGroup, HooksConfig
-from ._names import claude_tool_name
 from ._reply import Reply, read_reply
 from ._runner import Outcome, run_hook
 from ._settings import settings_hooks
-from ._settings_files import read_settings_files
 from ._table import Hook, HookTable
-from ._tool_input import from_tool_input, to_tool_input
+from ._tool_input import from_tool_input
 
 __all__ = ["Hooks"]
 
@@ -44,13 +49,18 @@ class Hooks(Plugin):
 
     def __init__(self, ctx: Context, config: HooksConfig) -> None:
         super().__init__(ctx, config)
-        project = config.project_dir
-        self.project_dir = Path(project).expanduser().resolve() if project else Path.cwd()
+        given = config.project_dir
+        start = Path(given).expanduser().resolve() if given else Path.cwd()
+        #: Where hooks run (``CLAUDE_PROJECT_DIR``): as configured, else the project
+        #: of the working directory (the nearest folder up with ``.claude``, ``.dsh``
+        #: or ``.git``).
+        self.project_dir = start if given else project_dir(start)
         groups: list[tuple[str, HookGroup]] = [
             (event, group) for event, found in config.hooks.items() for group in found
         ]
         if config.claude_settings:
-            groups += settings_hooks(read_settings_files(self.project_dir, Path.home()))
+            found = settings_files(start)
+            groups += settings_hooks((file.path, load_settings(file.path)) for file in found)
         self.table = HookTable(groups, config.timeout)
         # PreToolUse additionalContext, read with the result (tool/after): by call.
         self._call_context: dict[int, tuple[object, str]] = {}
@@ -143,12 +153,12 @@ class Hooks(Plugin):
         """``PreToolUse``: deny (exit 2, ``deny``, ``decision: block``, ``continue:
         false``) wins over ask, ask over allow; ``updatedInput`` replaces the fields it
         names; ``additionalContext`` is added to what the model reads of the result."""
-        name = claude_tool_name(call.name)
+        name = claude_tool_name(call)
         hooks = self.table.select("PreToolUse", name, call.name)
         if not hooks:
             return None
         arguments = call.input()
-        shown = to_tool_input(call.name, arguments)
+        shown = claude_tool_input(call)
         agent = call.agent
         replies = await self._run(
             "PreToolUse",
@@ -190,10 +200,9 @@ class Hooks(Plugin):
         stashed = self._call_context.pop(id(call), None)
         if stashed is not None and stashed[0] is call:
             texts.append(stashed[1])
-        name = claude_tool_name(call.name)
+        name = claude_tool_name(call)
         hooks = self.table.select("PostToolUse", name, call.name)
         if hooks:
-            arguments = call.input()
             response: dict[str, Any] = {"content": result.content, "is_error": result.is_error}
             if result.code is not None:
                 response["code"] = result.code
@@ -204,7 +213,7 @@ class Hooks(Plugin):
                 hooks,
                 {
                     "tool_name": name,
-                    "tool_input": to_tool_input(call.name, arguments),
+                    "tool_input": claude_tool_input(call),
                     "tool_response": response,
                     "tool_use_id": call.id,
                 },

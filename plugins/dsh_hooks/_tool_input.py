@@ -1,7 +1,8 @@
-"""A dsh tool call's arguments as Claude Code's ``tool_input``, and ``updatedInput`` back.
+"""A hook's ``updatedInput`` (Claude Code's field names) back as a dsh tool's arguments.
 
-Most dsh tools already take Claude Code's field names (``file_path``, ``old_string``,
-``content``, ``pattern``, ``todos``, ``prompt``...); only these are renamed.
+The way there is ``dsh_permissions.claude_tool_input``; most dsh tools already take
+Claude Code's field names (``file_path``, ``old_string``, ``content``, ``pattern``,
+``todos``, ``prompt``...), and only the fields it renames come back renamed.
 """
 
 from __future__ import annotations
@@ -9,26 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["from_tool_input", "to_tool_input"]
+__all__ = ["from_tool_input"]
 
-#: dsh argument name -> Claude Code field name, per dsh tool.
-_RENAMED: dict[str, dict[str, str]] = {
-    "bash": {"timeout_ms": "timeout"},
-    "grep": {"case_insensitive": "-i"},
+#: Claude Code field name -> dsh argument name, per dsh tool (the reverse of the renames
+#: ``dsh_permissions.claude_tool_input`` makes).
+_BACK: dict[str, dict[str, str]] = {
+    "bash": {"timeout": "timeout_ms"},
+    "grep": {"-i": "case_insensitive"},
 }
-_BACK = {tool: {cc: dsh for dsh, cc in names.items()} for tool, names in _RENAMED.items()}
-
-
-def to_tool_input(tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``tool_input`` of a call of the dsh tool ``tool`` with ``arguments``."""
-    names = _RENAMED.get(tool, {})
-    shown = {names.get(key, key): value for key, value in arguments.items()}
-    if tool == "web_search":
-        queries = shown.get("queries")
-        if isinstance(queries, list) and queries:
-            # Claude Code's WebSearch takes one query: the first, the list beside it.
-            shown["query"] = queries[0]
-    return shown
 
 
 def from_tool_input(

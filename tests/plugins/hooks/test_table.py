@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
 from dsh_hooks import HookGroup
 from dsh_hooks._table import Hook, HookTable
-from dsh_hooks._tool_input import from_tool_input, to_tool_input
+from dsh_hooks._tool_input import from_tool_input
+from dsh_permissions import claude_tool_input
+from dsh_tools import ToolCall
 
 
 def group(matcher: str, *commands: str, timeout: float | None = None) -> HookGroup:
     hooks = [{"command": command, "timeout": timeout} for command in commands]
     return HookGroup.model_validate({"matcher": matcher, "hooks": hooks})
+
+
+def to_tool_input(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return claude_tool_input(ToolCall("c", name=tool, arguments=arguments))
 
 
 def commands(table: HookTable, event: str, *names: str) -> list[str]:
@@ -93,7 +101,6 @@ def test_other_tools_keep_their_names() -> None:
 def test_web_search_shows_its_first_query_as_query() -> None:
     shown = to_tool_input("web_search", {"queries": ["a", "b"]})
     assert shown == {"queries": ["a", "b"], "query": "a"}
-    assert to_tool_input("web_search", {"queries": []}) == {"queries": []}
     # A changed query is the new first query; an unchanged one leaves the list as given.
     assert from_tool_input("web_search", {**shown, "query": "c"}, shown) == {"queries": ["c", "b"]}
     assert from_tool_input("web_search", {"query": "c"}, shown) == {"queries": ["c", "b"]}
