@@ -72,7 +72,9 @@ class Hooks(Plugin):
     def setup(self) -> Iterator[Disposer]:
         ctx, table = self.ctx, self.table
         if "PreToolUse" in table:
-            yield ctx.on("tool/before", self.tool_before)
+            # First, as in Claude Code (hooks before the permission rules): a guard
+            # hook runs even for a call a rule or another plugin would allow.
+            yield ctx.on("tool/before", self.tool_before, prepend=True)
         if "PreToolUse" in table or "PostToolUse" in table:
             yield ctx.on("tool/after", self.tool_after)
         if "UserPromptSubmit" in table or "SessionStart" in table:
@@ -152,7 +154,9 @@ class Hooks(Plugin):
     async def tool_before(self, call: Any) -> HookDecision | None:
         """``PreToolUse``: deny (exit 2, ``deny``, ``decision: block``, ``continue:
         false``) wins over ask, ask over allow; ``updatedInput`` replaces the fields it
-        names; ``additionalContext`` is added to what the model reads of the result."""
+        names (on the call); ``additionalContext`` is added to what the model reads of
+        the result. Allow and ``updatedInput`` alone answer None, so later listeners
+        (the permission rules) still judge the call."""
         name = claude_tool_name(call)
         hooks = self.table.select("PreToolUse", name, call.name)
         if not hooks:
@@ -184,14 +188,16 @@ class Hooks(Plugin):
         if updated:
             for fields in updated:
                 arguments.update(from_tool_input(call.name, fields, shown))
-        for verdict in ("ask", "allow"):
-            chosen = [reply for reply in replies if reply.permission == verdict]
-            if chosen:
-                reason = _joined([reply.permission_reason for reply in chosen])
-                return HookDecision(
-                    verdict, reason=reason, arguments=arguments if updated else None
-                )
-        return HookDecision(arguments=arguments) if updated else None
+            # On the call itself: what a later listener (a permission rule) judges.
+            call.arguments = arguments
+        asking = [reply for reply in replies if reply.permission == "ask"]
+        if asking:
+            return HookDecision("ask", reason=_joined([r.permission_reason for r in asking]))
+        if any(reply.permission == "allow" for reply in replies):
+            # No prompt for the call's own questions, but no answer either: a later
+            # listener's deny or ask (a permission rule) still applies, as in Claude Code.
+            call.permission = "allow"
+        return None
 
     async def tool_after(self, call: Any, result: Any) -> str | None:
         """``PostToolUse``: each hook's ``decision: block`` reason, exit-2 stderr and

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from dsh import ConfigError, Context
 from dsh.testing import ScriptedModel, capture_logs, run_turn, text, tool_call, tool_calls
+from dsh_agent import HookDecision
 from dsh_agent_core import AgentCore
 from dsh_agent_loop import LoopAgent
 from dsh_approval import Approval, ApprovalRequest
@@ -70,11 +71,19 @@ def hooks(event: str, *commands: str, matcher: str = "", timeout: float | None =
 
 
 @asynccontextmanager
-async def rig(folder: Path, config: dict[str, Any], *, ask: bool = False) -> AsyncIterator[Rig]:
+async def rig(
+    folder: Path,
+    config: dict[str, Any],
+    *,
+    ask: bool = False,
+    early: Any = None,
+    late: Any = None,
+) -> AsyncIterator[Rig]:
     """agent-core (agent ``main``, model ``m``), a ``bash`` tool that records what it
     ran with (asking the approval service first when ``ask``), ``approval`` answered by
     ``Rig.answer``, and ``hooks`` with ``config`` (no settings files; the project is
-    ``folder``)."""
+    ``folder``), between the ``tool/before`` listeners ``early`` and ``late`` when
+    given."""
     async with Context() as root:
         await root.plugin(Approval, {"policy": "ask"})
         await root.plugin(AgentCore, {"model": "m"})
@@ -95,10 +104,14 @@ async def rig(folder: Path, config: dict[str, Any], *, ask: bool = False) -> Asy
             return state.answer
 
         root.approval.set_responder(respond)
+        if early is not None:
+            root.on("tool/before", early)
         state.fiber = root.plugin(
             Hooks, {"claude_settings": False, "project_dir": str(folder), **config}
         )
         await state.fiber
+        if late is not None:
+            root.on("tool/before", late)
         yield state
 
 
@@ -203,6 +216,48 @@ async def test_deny_wins_over_allow_and_context_joins_the_reason(tmp_path: Path)
         r.model.reply(one_bash(), text("done"))
         await run_turn(r.agent, "go")
         assert r.result()["content"] == "Error: blocked by a hook: no\nsee policy.md"
+
+
+async def test_hooks_answer_before_a_listener_loaded_earlier(tmp_path: Path) -> None:
+    guard = shell_hook(tmp_path, "guard", "echo 'no' >&2; exit 2")
+    allowed: list[str] = []
+
+    def allow_rule(call: ToolCall) -> HookDecision:  # pragma: no cover - the hook answers
+        allowed.append(call.name)
+        return HookDecision("allow")
+
+    async with rig(tmp_path, {"hooks": hooks("PreToolUse", guard)}, early=allow_rule) as r:
+        r.model.reply(one_bash(), text("done"))
+        await run_turn(r.agent, "go")
+        assert r.result()["content"] == "Error: blocked by a hook: no"
+        assert allowed == []
+
+
+async def test_an_allow_and_updated_input_leave_later_listeners_their_say(
+    tmp_path: Path,
+) -> None:
+    rewrite = python_answer(
+        tmp_path,
+        "rewrite",
+        {
+            "hookSpecificOutput": {
+                "permissionDecision": "allow",
+                "updatedInput": {"command": "rm x"},
+            }
+        },
+    )
+    seen: list[tuple[dict[str, Any], str | None]] = []
+
+    def deny_rule(call: ToolCall) -> HookDecision:
+        seen.append((call.input(), call.permission))
+        return HookDecision("deny", "denied by a rule")
+
+    async with rig(tmp_path, {"hooks": hooks("PreToolUse", rewrite)}, late=deny_rule) as r:
+        r.model.reply(one_bash(), text("done"))
+        await run_turn(r.agent, "go")
+        assert seen == [({"command": "rm x", "description": "list", "timeout_ms": 5}, "allow")]
+        assert r.result()["content"] == "Error: blocked by a hook: denied by a rule"
+        assert r.ran == []
 
 
 @pytest.mark.parametrize("answer", [True, False])
