@@ -1,5 +1,6 @@
 """End to end from YAML: the coding-agent example's ``.claude`` hooks (a guard before
-``bash``, a formatter after ``write``) on the real tools, driven by ``llm-replay``."""
+``bash``, a formatter after ``write``) on the real tools, driven by ``llm-replay``,
+beside permission rules that allow the very calls the guard refuses."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ DEPLOYMENT = """\
   config: {mode: workspace-write}
 - name: fs-policy
 - name: tool-fs
+- name: permissions
+  config: {allow: ["Bash(git push:*)", "Write"]}
 - name: hooks
 """
 
@@ -57,7 +60,8 @@ async def test_the_examples_guard_and_formatter_run_from_yaml(
             1,
             [
                 BlockStart(0, "tool-call"),
-                ToolCallDelta(0, "c1", '{"command": "rm -rf /"}', name="bash"),
+                # Harmless if it ran (no repository here): the guard must refuse it anyway.
+                ToolCallDelta(0, "c1", '{"command": "git push --force"}', name="bash"),
                 BlockEnd(0),
                 BlockStart(1, "tool-call"),
                 ToolCallDelta(
@@ -76,8 +80,7 @@ async def test_the_examples_guard_and_formatter_run_from_yaml(
         assert await run_turn(agent, "clean up") == {"kind": "completed"}
         bash, write = event_data(agent.session, "tool/result")
     assert bash["content"] == (
-        "Error: blocked by a hook: rm -rf on / or the home directory is not allowed here; "
-        "ask the user to run it"
+        "Error: blocked by a hook: a force push is not allowed here; ask the user to run it"
     )
     assert bash["code"] == "HOOK_DENIED"
     assert write["is_error"] is False
