@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import weakref
@@ -62,8 +63,10 @@ class Hooks(Plugin):
             found = settings_files(start)
             groups += settings_hooks((file.path, load_settings(file.path)) for file in found)
         self.table = HookTable(groups, config.timeout)
-        # PreToolUse additionalContext, read with the result (tool/after): by call.
-        self._call_context: dict[int, tuple[object, str]] = {}
+        # PreToolUse additionalContext, read with the result (tool/after), by call; an
+        # entry goes with its call when the call never reaches tool/after (a later
+        # listener refused it, or its turn was cancelled).
+        self._call_context: dict[int, tuple[weakref.ref[Any], str]] = {}
         # SessionStart context, added to the agent's first prompt.
         self._session_context: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         # The turn a Stop hook last kept going, by agent (``stop_hook_active``).
@@ -183,7 +186,9 @@ class Hooks(Plugin):
                 agent.cancel()
             return HookDecision("deny", reason=_joined([*denials, stop or "", context]))
         if context:
-            self._call_context[id(call)] = (call, context)
+            key = id(call)
+            gone = functools.partial(self._drop_context, key)
+            self._call_context[key] = (weakref.ref(call, gone), context)
         updated = [reply.updated_input for reply in replies if reply.updated_input is not None]
         if updated:
             for fields in updated:
@@ -199,12 +204,16 @@ class Hooks(Plugin):
             call.permission = "allow"
         return None
 
+    def _drop_context(self, key: int, ref: weakref.ref[Any]) -> None:
+        # Called as the call is freed, so before its id can be another call's.
+        self._call_context.pop(key, None)
+
     async def tool_after(self, call: Any, result: Any) -> str | None:
         """``PostToolUse``: each hook's ``decision: block`` reason, exit-2 stderr and
         ``additionalContext`` are added to what the model reads (the tool has run)."""
         texts: list[str] = []
         stashed = self._call_context.pop(id(call), None)
-        if stashed is not None and stashed[0] is call:
+        if stashed is not None:  # the entry of this very call: it is alive
             texts.append(stashed[1])
         name = claude_tool_name(call)
         hooks = self.table.select("PostToolUse", name, call.name)

@@ -4,6 +4,7 @@ parallel runs, dedupe and disposal."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -337,6 +338,19 @@ async def test_pre_tool_use_context_is_added_to_the_result(tmp_path: Path) -> No
         r.model.reply(one_bash(), text("done"))
         await run_turn(r.agent, "go")
         assert r.result()["content"] == "ran ls\n\nmind the cwd"
+
+
+async def test_context_of_a_call_a_later_listener_refuses_is_dropped(tmp_path: Path) -> None:
+    note = python_answer(
+        tmp_path, "note", {"hookSpecificOutput": {"additionalContext": "mind the cwd"}}
+    )
+    refuse = lambda call: HookDecision("deny", "by a rule")  # noqa: E731
+    async with rig(tmp_path, {"hooks": hooks("PreToolUse", note)}, late=refuse) as r:
+        r.model.reply(one_bash(), text("done"))
+        await run_turn(r.agent, "go")
+        assert r.result()["content"] == "Error: blocked by a hook: by a rule"
+        gc.collect()
+        assert r.fiber.instance._call_context == {}
 
 
 async def test_continue_false_denies_the_call_and_stops_the_turn(tmp_path: Path) -> None:
