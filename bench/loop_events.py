@@ -2,8 +2,10 @@
 
 Run: ``.venv/bin/python -m bench.loop_events`` (asyncio; ``--quick`` for a smoke run).
 
-A turn of 100 tool steps (the model calls ``echo``, then answers) on a scripted model,
-µs per step, medians of rounds interleaved case by case:
+First the per-call path alone (``_execute``: the events' checks, the dispatch, and
+``tools.execute`` of ``echo``; the best of 7 rounds of 20,000 calls), the figure to read on a shared
+machine; then a turn of 100 tool steps (the model calls ``echo``, then answers) on a
+scripted model, µs per step, medians of rounds interleaved case by case. The cases:
 
 * the loop with nobody listening (what every deployment without hooks or permission
   rules runs: two ``heard`` lookups a call);
@@ -99,10 +101,41 @@ async def end_to_end(rounds: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+async def isolated(number: int) -> dict[str, float]:
+    """Microseconds per call of the loop's per-call path (``tools.execute`` of
+    ``echo`` included): the best of 7 rounds of ``number`` calls, the cases
+    interleaved round by round."""
+    best = dict.fromkeys(CASES, float("inf"))
+    async with Context() as root:
+        await root.plugin(AgentCore, {})
+        root.tools.register(Tool(name="echo", description="e", parameters=_Args, execute=_echo))
+        agents: dict[str, LoopAgent] = {}
+        for name, (_, listeners) in CASES.items():
+            agent = agents[name] = cast("LoopAgent", root.agents.create(model="m"))
+            for event, listener in listeners:
+                agent.ctx.on(event, listener)
+        for _ in range(7):
+            for name, (path, _) in CASES.items():
+                execute = calls_module._execute if path == "real" else _unhooked
+                agent = agents[name]
+                tools = agent.ctx.tools
+                start = time.perf_counter()
+                for _ in range(number):
+                    call = ToolCall("c", agent=agent, name="echo", arguments='{"text": "hi"}')
+                    await execute(agent, tools, call)
+                best[name] = min(best[name], time.perf_counter() - start)
+    return {name: seconds / number * 1e6 for name, seconds in best.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     quick = parser.parse_args().quick
+    calls = anyio.run(isolated, 200 if quick else 20_000)
+    base = calls["nobody listening"]
+    print("\nOne tool call through the loop's call path  [µs per call, best of 7]")
+    for name, us in calls.items():
+        print(f"  {name:<28}{us:>10.2f}  ({us - base:+.2f})")
     totals = anyio.run(end_to_end, 2 if quick else 31)
     base = totals["nobody listening"]
     print(f"\nA turn of {STEPS} tool steps, end to end  [µs per step, median]")

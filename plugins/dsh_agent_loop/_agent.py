@@ -318,11 +318,11 @@ class LoopAgent:
             await self._notify("session/start")
 
     async def end_session(self) -> None:
-        """Say the session is over for now: ``session/end`` is dispatched (when heard)
-        once since the ``session/start`` before this agent's first turn, or since the
-        one before the first turn after the previous end. The agent's close calls it;
-        a front-end that ends while its agents live on (the terminal) calls it too, so
-        listeners hear it before the deployment unloads them. A no-op otherwise."""
+        """End the session for the loop events: dispatch ``session/end`` (when heard)
+        once per ``session/start``; a no-op when the session is not started. The next
+        turn starts it again. The agent's close calls it; a front-end that ends while
+        its agents live on (the terminal) calls it too, so that every listener hears it
+        before the deployment unloads them."""
         if not self._in_session:
             return
         self._in_session = False
@@ -348,9 +348,9 @@ class LoopAgent:
                 # status listener already aborts this turn.
                 scope = self._turn_scope = anyio.CancelScope()
                 self._abort_reason = "user"
-                if not self._in_session:
-                    await self._start_session()
                 self._set_status("running")
+                if not self._in_session:  # running already: when_idle waits for it
+                    await self._start_session()
                 await self._turn(messages, scope)
                 if self._fenced is not None:
                     # The store takes nothing more of this writer: no turn may run.

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from dsh import Context
+from dsh import Context, EventBus
 from dsh.testing import ScriptedModel, run_turn, text, tool_call, tool_calls
 from dsh_agent import HookDecision, HookDecisionError
 from dsh_agent_core import AgentCore
@@ -95,6 +95,42 @@ def one_echo(arguments: Any = None) -> Any:
     return tool_calls(
         tool_call("echo", {"text": "hi"} if arguments is None else arguments, id="c1")
     )
+
+
+# -- free when nobody listens ----------------------------------------------------------------
+
+
+async def test_nobody_listening_dispatches_none_of_the_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dispatched: list[str] = []
+    bus = EventBus
+    serial, parallel = bus.serial, bus.parallel
+
+    async def counting_serial(self: EventBus, name: str, args: Any, scope: object) -> Any:
+        dispatched.append(name)
+        return await serial(self, name, args, scope)
+
+    async def counting_parallel(self: EventBus, name: str, args: Any, scope: object) -> None:
+        dispatched.append(name)
+        await parallel(self, name, args, scope)
+
+    monkeypatch.setattr(bus, "serial", counting_serial)
+    monkeypatch.setattr(bus, "parallel", counting_parallel)
+    async with rig() as r:
+        # Another agent's listeners do not make this agent's dispatches happen.
+        other = r.root.agents.create("other", model="m")
+        for event in ("tool/before", "user/prompt", "turn/stop"):
+            other.ctx.on(event, lambda *args: None)
+        other.ctx.on("tool/after", lambda call, result: None)
+        other.ctx.on("session/start", lambda agent, session: None)
+        other.ctx.on("session/end", lambda agent, session: None)
+        r.model.reply(one_echo(), text("done"))
+        assert await run_turn(r.agent, "go") == COMPLETED
+        await r.agent.dispose()
+        assert r.ran == ["hi"]
+    loop_events = {"tool/before", "user/prompt", "turn/stop", "session/start", "session/end"}
+    assert loop_events.isdisjoint(dispatched)
 
 
 # -- tool/before ------------------------------------------------------------------------------
@@ -538,6 +574,21 @@ async def test_session_start_before_the_first_turn_and_end_when_the_agent_goes()
         assert heard == [("start", "main", agent.session, 0)]
         await agent.dispose()
         assert heard[1:] == [("end", "main", agent.session, 2)]
+
+
+async def test_the_agent_is_running_while_session_start_is_heard() -> None:
+    async with rig() as r:
+        statuses: list[str] = []
+
+        async def start(agent: LoopAgent, session: Session) -> None:
+            await anyio.lowlevel.checkpoint()
+            statuses.append(agent.status)
+
+        r.root.on("session/start", start)
+        r.model.reply(text("one"))
+        # So when_idle, called while the listener runs, waits for the turn too.
+        assert await run_turn(r.agent, "one") == COMPLETED
+        assert statuses == ["running"]
 
 
 async def test_session_start_tells_a_resumed_session_by_its_turns() -> None:

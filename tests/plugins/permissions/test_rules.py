@@ -132,6 +132,7 @@ def test_deny_wins_then_ask_then_allow(command: str, expected: str | None) -> No
 
 
 def test_a_bare_deny_covers_even_a_call_without_a_command() -> None:
+    assert decide(bash("ls"), deny=("Bash",)) == "deny Bash"
     assert decide(bash(""), deny=("Bash",)) == "deny Bash"
     assert decide(call("bash"), deny=("Bash",)) == "deny Bash"
     assert decide(call("bash"), allow=("Bash(ls)",)) is None
