@@ -29,6 +29,7 @@ from acp.schema import (
     PermissionOption,
     PromptCapabilities,
     PromptResponse,
+    SetSessionModeResponse,
     ToolCallUpdate,
 )
 
@@ -40,6 +41,8 @@ from dsh_slash_commands import split_command
 from ._mapping import (
     SessionUpdate,
     commands_update,
+    mode_state,
+    mode_update,
     prompt_text,
     session_updates,
     stop_reason,
@@ -135,6 +138,11 @@ class AcpAgent:
         pump = home.task(self._pump, label="acp session updates")
         stop = home.on("session/event", self._on_event)
         unlist = home.on("slash-commands/change", self._announce_all)
+        unmode = (
+            None
+            if home.get("plan_mode") is None
+            else home.on("plan-mode/change", self._mode_changed)
+        )
         approval = home.get("approval")
         unanswer = None if approval is None else approval.set_responder(self._answer)
         try:
@@ -142,6 +150,8 @@ class AcpAgent:
         finally:
             stop()
             unlist()
+            if unmode is not None:
+                unmode()
             if unanswer is not None:
                 unanswer()
             with anyio.CancelScope(shield=True):
@@ -180,6 +190,18 @@ class AcpAgent:
     def _announce_all(self) -> None:
         for link in self._links.values():
             self._announce(link)
+
+    def _mode_changed(self, agent: Agent, active: bool) -> None:
+        """Plan mode changed for ``agent`` (``/plan``, an approved plan): tell its
+        session's client."""
+        for link in self._links.values():
+            if link.agent is agent:
+                self._enqueue(link.id, mode_update(active))
+
+    def _modes(self, agent: Agent) -> Any:
+        """The session's modes (``default``, ``plan``) with plan mode; else None."""
+        plan_mode = self._home.get("plan_mode")
+        return None if plan_mode is None else mode_state(plan_mode.active(agent))
 
     def _enqueue(self, session_id: str, update: SessionUpdate) -> None:
         self._outbox.append((session_id, update))
@@ -265,7 +287,7 @@ class AcpAgent:
         except DshError as exc:
             raise rpc_error(exc) from exc
         self._announce(self._link(agent))
-        return NewSessionResponse(session_id=agent.session.id)
+        return NewSessionResponse(session_id=agent.session.id, modes=self._modes(agent))
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
@@ -311,7 +333,7 @@ class AcpAgent:
                 self._enqueue(link.id, update)
         await self._flush()
         self._announce(link)
-        return LoadSessionResponse()
+        return LoadSessionResponse(modes=self._modes(agent))
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         """Run the prompt as one turn of the session's agent, streaming its updates;
@@ -364,6 +386,31 @@ class AcpAgent:
         await agent.when_idle()
         await self._flush()
         return agent.session.turn_end(turn), turn
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        """``session/set_mode``: ``plan`` puts the session's agent in plan mode,
+        ``default`` takes it out (the change is also sent as ``current_mode_update``).
+        Without the plan-mode plugin, or for another mode, ``-32602``."""
+        try:
+            link = self._get(session_id)
+            plan_mode = self._home.get("plan_mode")
+            if plan_mode is None:
+                raise AcpArgumentError(
+                    "session/set_mode: this deployment has no modes (load plan-mode)"
+                )
+            if mode_id not in ("default", "plan"):
+                raise AcpArgumentError(
+                    f'session/set_mode: unknown mode "{mode_id}"; the modes: default, plan'
+                )
+        except DshError as exc:
+            raise rpc_error(exc) from exc
+        if mode_id == "plan":
+            plan_mode.enter(link.agent)
+        else:
+            plan_mode.leave(link.agent)
+        return SetSessionModeResponse()
 
     def _names_command(self, text: str) -> bool:
         parsed = split_command(text)

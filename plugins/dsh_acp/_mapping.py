@@ -28,10 +28,13 @@ from acp.schema import (
     AvailableCommandInput,
     AvailableCommandsUpdate,
     ContentToolCallContent,
+    CurrentModeUpdate,
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
     PlanEntry,
     ResourceContentBlock,
+    SessionMode,
+    SessionModeState,
     StopReason,
     TerminalToolCallContent,
     TextContentBlock,
@@ -50,9 +53,12 @@ from dsh_slash_commands import SlashCommand
 from ._service import AcpArgumentError
 
 __all__ = [
+    "MODES",
     "TOOL_KINDS",
     "SessionUpdate",
     "commands_update",
+    "mode_state",
+    "mode_update",
     "plan_update",
     "prompt_text",
     "session_updates",
@@ -72,7 +78,34 @@ SessionUpdate: TypeAlias = (
     | ToolCallProgress
     | AgentPlanUpdate
     | AvailableCommandsUpdate
+    | CurrentModeUpdate
 )
+
+#: The session modes offered when the deployment has plan mode: ``default`` (every
+#: tool) and ``plan`` (read-only tools until a plan is approved).
+MODES = (
+    SessionMode(id="default", name="Default", description="Every tool the agent has."),
+    SessionMode(
+        id="plan",
+        name="Plan",
+        description="Read-only tools until you approve the agent's plan.",
+    ),
+)
+
+
+def mode_state(plan: bool) -> SessionModeState:
+    """The modes of a session, ``plan`` current when ``plan``."""
+    return SessionModeState(
+        current_mode_id="plan" if plan else "default", available_modes=list(MODES)
+    )
+
+
+def mode_update(plan: bool) -> CurrentModeUpdate:
+    """``current_mode_update`` to ``plan`` or ``default``."""
+    return CurrentModeUpdate(
+        session_update="current_mode_update", current_mode_id="plan" if plan else "default"
+    )
+
 
 #: What a tool call shows.
 ToolCallContent: TypeAlias = (

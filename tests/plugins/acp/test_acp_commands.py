@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import RequestError, text_block
 
 from dsh.testing import text
 from dsh_compaction import Compaction
+from dsh_plan_mode import PlanMode
 from dsh_slash_commands import SlashCommand, SlashInvocation
 from tests.plugins.acp.acp_support import acp_rig
 
@@ -82,3 +84,37 @@ async def test_a_command_that_sends_nothing_ends_the_turn(
         assert await r.say(session, "/compact") == "end_turn"
         assert r.client.text() == "No compactable history yet."
         assert r.model.requests == []
+
+
+async def test_plan_mode_is_the_plan_session_mode(tmp_path: Path) -> None:
+    async with acp_rig(tmp_path, plugins=((PlanMode, None),)) as r:
+        response = await r.agent.new_session(cwd=str(tmp_path))
+        session = response.session_id
+        assert response.modes is not None
+        assert response.modes.current_mode_id == "default"
+        assert [m.id for m in response.modes.available_modes] == ["default", "plan"]
+        agent = r.dsh_agent(session)
+        await r.agent.set_session_mode(session_id=session, mode_id="plan")
+        assert r.root.plan_mode.active(agent)
+        await r.client.wait_for(lambda: r.client.of_kind("current_mode_update"))
+        await r.agent.set_session_mode(session_id=session, mode_id="default")
+        assert not r.root.plan_mode.active(agent)
+        # /plan from the editor's command list: the same mode, told to the client.
+        reply = await r.agent.prompt(prompt=[text_block("/plan")], session_id=session)
+        assert reply.stop_reason == "end_turn"
+        assert r.root.plan_mode.active(agent)
+        await r.client.wait_for(lambda: len(r.client.of_kind("current_mode_update")) == 3)
+        modes = [u.current_mode_id for u in r.client.of_kind("current_mode_update")]
+        assert modes == ["plan", "default", "plan"]
+        with pytest.raises(RequestError, match='unknown mode "yolo"'):
+            await r.agent.set_session_mode(session_id=session, mode_id="yolo")
+        with pytest.raises(RequestError, match="unknown session"):
+            await r.agent.set_session_mode(session_id="nope", mode_id="plan")
+
+
+async def test_without_plan_mode_there_are_no_modes(tmp_path: Path) -> None:
+    async with acp_rig(tmp_path) as r:
+        response = await r.agent.new_session(cwd=str(tmp_path))
+        assert response.modes is None
+        with pytest.raises(RequestError, match="has no modes"):
+            await r.agent.set_session_mode(session_id=response.session_id, mode_id="plan")
