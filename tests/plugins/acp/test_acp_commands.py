@@ -94,6 +94,7 @@ async def test_plan_mode_is_the_plan_session_mode(tmp_path: Path) -> None:
         assert response.modes.current_mode_id == "default"
         assert [m.id for m in response.modes.available_modes] == ["default", "plan"]
         agent = r.dsh_agent(session)
+        other = await r.new()  # another session: told nothing of this one's mode
         await r.agent.set_session_mode(session_id=session, mode_id="plan")
         assert r.root.plan_mode.active(agent)
         await r.client.wait_for(lambda: r.client.of_kind("current_mode_update"))
@@ -106,6 +107,7 @@ async def test_plan_mode_is_the_plan_session_mode(tmp_path: Path) -> None:
         await r.client.wait_for(lambda: len(r.client.of_kind("current_mode_update")) == 3)
         modes = [u.current_mode_id for u in r.client.of_kind("current_mode_update")]
         assert modes == ["plan", "default", "plan"]
+        assert "current_mode_update" not in r.client.kinds(other)
         with pytest.raises(RequestError, match='unknown mode "yolo"'):
             await r.agent.set_session_mode(session_id=session, mode_id="yolo")
         with pytest.raises(RequestError, match="unknown session"):
