@@ -64,7 +64,7 @@ class PlanModeSpecs:
 
 
 class ExitPlanArgs(BaseModel):
-    """The ``exit_plan_mode`` tool's argument."""
+    """The plan to present to the user."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -60,7 +60,7 @@ class SkillNotFoundError(DshError, LookupError):
 
 
 class SkillArgs(BaseModel):
-    """The ``skill`` tool's argument."""
+    """The skill to read."""
 
     model_config = ConfigDict(extra="forbid")
 
