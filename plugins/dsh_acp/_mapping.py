@@ -24,11 +24,17 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
     ContentToolCallContent,
+    CurrentModeUpdate,
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
     PlanEntry,
     ResourceContentBlock,
+    SessionMode,
+    SessionModeState,
     StopReason,
     TerminalToolCallContent,
     TextContentBlock,
@@ -37,16 +43,22 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
     ToolKind,
+    UnstructuredCommandInput,
     UserMessageChunk,
 )
 
 from dsh_session import SessionEvent
+from dsh_slash_commands import SlashCommand
 
 from ._service import AcpArgumentError
 
 __all__ = [
+    "MODES",
     "TOOL_KINDS",
     "SessionUpdate",
+    "commands_update",
+    "mode_state",
+    "mode_update",
     "plan_update",
     "prompt_text",
     "session_updates",
@@ -65,7 +77,35 @@ SessionUpdate: TypeAlias = (
     | ToolCallStart
     | ToolCallProgress
     | AgentPlanUpdate
+    | AvailableCommandsUpdate
+    | CurrentModeUpdate
 )
+
+#: The session modes offered when the deployment has plan mode: ``default`` (every
+#: tool) and ``plan`` (read-only tools until a plan is approved).
+MODES = (
+    SessionMode(id="default", name="Default", description="Every tool the agent has."),
+    SessionMode(
+        id="plan",
+        name="Plan",
+        description="Read-only tools until you approve the agent's plan.",
+    ),
+)
+
+
+def mode_state(plan: bool) -> SessionModeState:
+    """The modes of a session, ``plan`` current when ``plan``."""
+    return SessionModeState(
+        current_mode_id="plan" if plan else "default", available_modes=list(MODES)
+    )
+
+
+def mode_update(plan: bool) -> CurrentModeUpdate:
+    """``current_mode_update`` to ``plan`` or ``default``."""
+    return CurrentModeUpdate(
+        session_update="current_mode_update", current_mode_id="plan" if plan else "default"
+    )
+
 
 #: What a tool call shows.
 ToolCallContent: TypeAlias = (
@@ -262,6 +302,24 @@ def plan_update(todos: Iterable[Mapping[str, Any]]) -> AgentPlanUpdate:
         for todo in todos
     ]
     return AgentPlanUpdate(session_update="plan", entries=entries)
+
+
+def commands_update(commands: Iterable[SlashCommand]) -> AvailableCommandsUpdate:
+    """``available_commands_update``: each command's name (without the ``/``), its
+    description, and its argument hint as the unstructured input's hint."""
+    return AvailableCommandsUpdate(
+        session_update="available_commands_update",
+        available_commands=[
+            AvailableCommand(
+                name=command.name,
+                description=command.description,
+                input=AvailableCommandInput(UnstructuredCommandInput(hint=command.argument_hint))
+                if command.argument_hint
+                else None,
+            )
+            for command in commands
+        ],
+    )
 
 
 def _message_updates(data: Mapping[str, Any]) -> list[SessionUpdate]:

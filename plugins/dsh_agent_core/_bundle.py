@@ -10,6 +10,7 @@ from dsh_agent import AgentRegistry
 from dsh_agent_loop import AgentLoop, AgentLoopConfig, AgentSpec
 from dsh_llm import Llm
 from dsh_session import Sessions
+from dsh_slash_commands import SlashCommands
 from dsh_system_prompt import SystemPrompt
 from dsh_tools import Tools
 
@@ -27,7 +28,8 @@ class AgentCoreConfig(AgentLoopConfig):
 
 
 class AgentCore(Plugin):
-    """Starts the system prompt, tools, model calls, sessions, agents and the loop.
+    """Starts the system prompt, tools, model calls, sessions, agents, the slash-command
+    registry and the loop.
 
     ``persona`` and ``tool_order`` go to the system prompt; ``agents`` declares the
     agents (each without a ``model`` gets the bundle's). With no ``agents`` and a
@@ -52,6 +54,7 @@ class AgentCore(Plugin):
             (Sessions, None),
             (AgentRegistry, None),
             (Tools, None),
+            (SlashCommands, None),
             (
                 AgentLoop,
                 {

@@ -61,6 +61,7 @@ class _Mask:
 
     allow: frozenset[str] | None
     deny: frozenset[str] | None
+    refusal: Callable[[str], ToolResult] | None = None
 
     def admits(self, name: str) -> bool:
         if self.allow is not None and name not in self.allow:
@@ -226,15 +227,25 @@ class Tools(Service):
         )
         return self._add(ctx, "tools", name, entry, f"tool {name}")
 
+    def names(self) -> list[str]:
+        """The names of the global tools, in registration order."""
+        return list(self._global.tools)
+
     def restrict(
-        self, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
+        self,
+        allow: Iterable[str] | None = None,
+        deny: Iterable[str] | None = None,
+        *,
+        refusal: Callable[[str], ToolResult] | None = None,
     ) -> Disposer:
         """Hide global tools from the caller's scope, for schemas and execution.
 
         ``allow`` keeps only the named global tools (so globals registered later stay
         hidden); ``deny`` hides the named ones (so globals registered later show). The
         names are copied now; several restrictions intersect; the scope's own tools are
-        never hidden. Returns the exact disposer of the restriction.
+        never hidden. A call of a name this restriction does not admit (a hidden tool,
+        or with ``allow`` any other name) is answered ``refusal(name)`` when given,
+        else as an unknown tool. Returns the exact disposer of the restriction.
         """
         ctx = self.ctx
         if ctx.scope is None:
@@ -256,9 +267,15 @@ class Tools(Service):
                 f"tools.restrict() names unknown global tool{plural} {listed}; "
                 f"known global tools: {known}"
             )
+        if refusal is not None and not callable(refusal):
+            raise ToolTypeError(
+                f"tools.restrict() refusal= must be callable as (name) -> ToolResult, "
+                f"got {type(refusal).__name__}"
+            )
         mask = _Mask(
             None if allowed is None else frozenset(allowed),
             None if denied is None else frozenset(denied),
+            refusal,
         )
         return self._add(ctx, "masks", object(), mask, "tool restriction")
 
@@ -282,6 +299,20 @@ class Tools(Service):
             if not layer.admits(name):
                 return None
         return self._global.tools.get(name)
+
+    def _refused(self, scope: object, name: str) -> ToolResult | None:
+        """The answer of the first restriction of ``scope`` that refuses ``name`` with
+        a ``refusal``, if any."""
+        layer = self._scope_layer(scope)
+        if layer is None or name in layer.tools:
+            return None
+        for mask in layer.masks.values():
+            if mask.refusal is not None and not mask.admits(name):
+                try:
+                    return mask.refusal(name)
+                except Exception as exc:  # execute never raises for a tool's plugin
+                    return self._failed(name, exc)
+        return None
 
     def _provide(self, context: AssembleContext) -> ToolProviderResult:
         layer = self._scope_layer(context.scope)
@@ -312,6 +343,9 @@ class Tools(Service):
             call = ToolCall(id="")
         entry = self._resolve(self.ctx.scope, name)
         if entry is None:
+            refused = self._refused(self.ctx.scope, name)
+            if refused is not None:
+                return refused
             return ToolResult(
                 content=f'unknown tool "{name}"', is_error=True, code=ToolNotFoundError.code
             )

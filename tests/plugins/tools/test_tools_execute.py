@@ -18,7 +18,7 @@ from pydantic import (
 
 from dsh import DshError
 from dsh_scope import create_scope
-from dsh_tools import Tool, ToolArgumentsError, ToolCall, ToolResult
+from dsh_tools import Tool, ToolArgumentsError, ToolCall, ToolResult, ToolTypeError
 from tests.plugins.tools.tools_support import NoArgs, make_tool, tools_runtime
 
 pytestmark = pytest.mark.anyio
@@ -320,6 +320,51 @@ async def test_scoped_resolution_and_restriction() -> None:
         assert (await other.ctx.tools.execute("bash", {"path": "a"}, call)).content == (
             "global bash"
         )
+
+
+async def test_a_restriction_s_refusal_answers_what_it_does_not_admit() -> None:
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("read", ReadArgs, execute=Recorder("read")))
+        tools.register(make_tool("bash", ReadArgs, execute=Recorder("bash")))
+        agent = create_scope(root, "agent")
+        agent.ctx.tools.register(make_tool("own", ReadArgs, execute=Recorder("own")))
+
+        def refuse(name: str) -> ToolResult:
+            return ToolResult(f"Error: not now: {name}", is_error=True, code="PLAN_MODE")
+
+        assert tools.names() == ["read", "bash"]
+        undo = agent.ctx.tools.restrict(allow=["read"], refusal=refuse)
+        agent.ctx.tools.restrict(deny=["read"])  # another restriction, without a refusal
+        call = ToolCall(id="c1")
+        run = agent.ctx.tools.execute
+        assert await run("bash", {"path": "a"}, call) == error("Error: not now: bash", "PLAN_MODE")
+        assert await run("ghost", {}, call) == error("Error: not now: ghost", "PLAN_MODE")
+        # Hidden by the other restriction only: the unknown-tool answer.
+        assert await run("read", {"path": "a"}, call) == error(
+            'unknown tool "read"', "UNKNOWN_TOOL"
+        )
+        assert (await run("own", {"path": "a"}, call)).content == "own"
+        assert (await tools.execute("bash", {"path": "a"}, call)).content == "bash"
+        await undo()
+        assert (await run("bash", {"path": "a"}, call)).content == "bash"
+        assert await create_scope(root, "other").ctx.tools.execute("ghost", {}, call) == error(
+            'unknown tool "ghost"', "UNKNOWN_TOOL"
+        )
+
+
+async def test_a_refusal_that_raises_is_an_error_result() -> None:
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("bash", ReadArgs, execute=Recorder("bash")))
+        agent = create_scope(root, "agent")
+
+        def refuse(name: str) -> ToolResult:
+            raise QuotaError(f"{name} is over quota")
+
+        agent.ctx.tools.restrict(deny=["bash"], refusal=refuse)
+        result = await agent.ctx.tools.execute("bash", {}, ToolCall(id="c1"))
+        assert result == error("Error: bash is over quota", "QUOTA_EXCEEDED")
+        with pytest.raises(ToolTypeError, match="refusal= must be callable"):
+            agent.ctx.tools.restrict(deny=["bash"], refusal="no")
 
 
 class Broken(Exception):
