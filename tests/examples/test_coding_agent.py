@@ -48,6 +48,7 @@ TOOLS = [
     "list_agents",
     "read",
     "send_message",
+    "skill",
     "subagent",
     "subagent_fork",
     "todo_write",
