@@ -55,6 +55,7 @@ class ShadowRepo:
     async def _init(self) -> None:
         if (self.git_dir / "HEAD").exists():
             return
+        self.git_dir.parent.mkdir(parents=True, exist_ok=True)
         await self._git("init", "--quiet")
         exclude = self.git_dir / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
