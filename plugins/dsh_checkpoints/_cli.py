@@ -77,13 +77,9 @@ def _run_gc(args: argparse.Namespace) -> int:
         if service is None:
             return 1
         cwd = os.getcwd()
-        kept = []
-        for item in root.sessions.stored():
-            if item.error is None and item.cwd in (None, cwd):
-                snapshot = await root.sessions.snapshot(item.id)
-                if snapshot is not None:
-                    kept.append(snapshot)
-        done = root.checkpoints.gc(cwd, kept)
+        here = [s for s in root.sessions.stored() if s.error is None and s.cwd in (None, cwd)]
+        snapshots = [await root.sessions.snapshot(s.id) for s in here]
+        done = root.checkpoints.gc(cwd, [s for s in snapshots if s is not None])
         print(
             f"{root.checkpoints.store_dir(cwd)}: removed {len(done.removed)} blob(s), "
             f"{done.freed} bytes; {done.kept} bytes kept"
