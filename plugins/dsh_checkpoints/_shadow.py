@@ -31,6 +31,8 @@ class ShadowRepo:
         self.git_dir = git_dir
         self.root = root
         self._lock = anyio.Lock()
+        #: The latest snapshot's commit and tree, once known.
+        self._last: tuple[str, str] | None = None
 
     async def _git(self, *args: str) -> str:
         env = {
@@ -75,18 +77,24 @@ class ShadowRepo:
             await self._init()
             await self._git("add", "--all", ".")
             tree = await self._git("write-tree")
-            parent = await self._parent()
-            if parent is not None and await self._git("rev-parse", f"{parent}^{{tree}}") == tree:
-                return parent
+            if self._last is None:
+                self._last = await self._latest()
+            if self._last is not None and self._last[1] == tree:
+                return self._last[0]
             args = ["commit-tree", tree, "-m", "dsh checkpoint"]
-            if parent is not None:
-                args += ["-p", parent]
+            if self._last is not None:
+                args += ["-p", self._last[0]]
             commit = await self._git(*args)
             await self._git("update-ref", SNAPSHOT_REF, commit)
+            self._last = (commit, tree)
             return commit
 
-    async def _parent(self) -> str | None:
+    async def _latest(self) -> tuple[str, str] | None:
+        """The latest snapshot's commit and tree (None before the first)."""
         try:
-            return await self._git("rev-parse", "--verify", "--quiet", SNAPSHOT_REF)
+            found = await self._git(
+                "rev-parse", "--verify", "--quiet", f"{SNAPSHOT_REF}^{{commit}}"
+            )
         except CheckpointSnapshotError:
             return None
+        return found, await self._git("rev-parse", f"{found}^{{tree}}")

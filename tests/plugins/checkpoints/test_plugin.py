@@ -78,6 +78,11 @@ async def test_snapshot_bash_commits_the_tree_outside_it_honouring_gitignore(
     assert git(store, "ls-tree", "-r", "--name-only", first).split() == [".gitignore", "src.py"]
     assert git(store, "show", f"{first}:src.py") == "print(1)\n"
     assert not (tmp_path / ".git").exists()
+    async with runtime(tmp_path, plugins=plugins, config={"snapshot_bash": True}) as root:
+        session = root.agents.get("main").session
+        await root.bash.run(BashRequest("true", session_id=session.id))
+        (after_restart,) = [e.data for e in session.events if e.type == "checkpoint/tree"]
+    assert after_restart["commit"] == second  # the repository's latest, found again
 
 
 async def test_snapshot_failures_stop_the_command(
