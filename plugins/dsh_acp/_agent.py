@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from acp import PROTOCOL_VERSION, Client, RequestError
+from acp import PROTOCOL_VERSION, Client, RequestError, update_agent_message_text
 from acp.schema import (
     AgentCapabilities,
     Implementation,
@@ -35,8 +35,16 @@ from acp.schema import (
 from dsh import DshError
 from dsh_agent import Agent
 from dsh_session import Session, SessionEvent
+from dsh_slash_commands import split_command
 
-from ._mapping import SessionUpdate, prompt_text, session_updates, stop_reason, tool_kind
+from ._mapping import (
+    SessionUpdate,
+    commands_update,
+    prompt_text,
+    session_updates,
+    stop_reason,
+    tool_kind,
+)
 from ._service import INTERNAL_ERROR, INVALID_PARAMS, AcpArgumentError, AcpError
 
 if TYPE_CHECKING:
@@ -126,12 +134,14 @@ class AcpAgent:
         # wrap whatever the block raises in an exception group).
         pump = home.task(self._pump, label="acp session updates")
         stop = home.on("session/event", self._on_event)
+        unlist = home.on("slash-commands/change", self._announce_all)
         approval = home.get("approval")
         unanswer = None if approval is None else approval.set_responder(self._answer)
         try:
             yield
         finally:
             stop()
+            unlist()
             if unanswer is not None:
                 unanswer()
             with anyio.CancelScope(shield=True):
@@ -162,6 +172,14 @@ class AcpAgent:
             return
         for update in updates:
             self._enqueue(link.id, update)
+
+    def _announce(self, link: _Link) -> None:
+        """Tell the client the session's commands: exactly the registered ones."""
+        self._enqueue(link.id, commands_update(self._home.slash_commands.list()))
+
+    def _announce_all(self) -> None:
+        for link in self._links.values():
+            self._announce(link)
 
     def _enqueue(self, session_id: str, update: SessionUpdate) -> None:
         self._outbox.append((session_id, update))
@@ -246,7 +264,7 @@ class AcpAgent:
             )
         except DshError as exc:
             raise rpc_error(exc) from exc
-        self._link(agent)
+        self._announce(self._link(agent))
         return NewSessionResponse(session_id=agent.session.id)
 
     async def load_session(
@@ -292,13 +310,16 @@ class AcpAgent:
             for update in session_updates(event, session.header.cwd, live=False):
                 self._enqueue(link.id, update)
         await self._flush()
+        self._announce(link)
         return LoadSessionResponse()
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         """Run the prompt as one turn of the session's agent, streaming its updates;
         answer with the turn's stop reason once they are all sent. A turn that fails
         is answered with a JSON-RPC error (``-32603``, the turn's message, its code as
-        data). A second prompt while one runs is refused."""
+        data). A second prompt while one runs is refused. A prompt naming a registered
+        slash command (``/name arguments``) runs that command instead (see
+        :meth:`_run_command`)."""
         try:
             link = self._get(session_id)
             text = prompt_text(prompt)
@@ -311,7 +332,10 @@ class AcpAgent:
             raise rpc_error(exc) from exc
         link.busy, link.cancelled = True, False
         try:
-            reason, turn = await self._run_turn(link, text)
+            if self._names_command(text):
+                reason, turn = await self._run_command(link, text)
+            else:
+                reason, turn = await self._run_turn(link, text)
         finally:
             link.busy = False
         stop = stop_reason(reason)
@@ -340,6 +364,28 @@ class AcpAgent:
         await agent.when_idle()
         await self._flush()
         return agent.session.turn_end(turn), turn
+
+    def _names_command(self, text: str) -> bool:
+        parsed = split_command(text)
+        return parsed is not None and self._home.slash_commands.get(parsed[0]) is not None
+
+    async def _run_command(self, link: _Link, text: str) -> tuple[Mapping[str, Any] | None, int]:
+        """Run the slash command ``text``: what it replies is an agent message chunk,
+        what it sends runs as a turn of the session's agent. Answers like the last
+        turn it sent, else ``end_turn``."""
+        ended: list[tuple[Mapping[str, Any] | None, int]] = []
+
+        def reply(message: str) -> None:
+            self._enqueue(link.id, update_agent_message_text(message))
+
+        async def send(message: str) -> None:
+            ended.append(await self._run_turn(link, message))
+
+        await self._home.slash_commands.dispatch(
+            text, agent=link.agent, reply=reply, send=send, frontend="acp"
+        )
+        await self._flush()
+        return ended[-1] if ended else ({"kind": "completed"}, link.agent.session.last_turn())
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Cancel the session's running turn (it ends ``aborted``) and so its prompt,

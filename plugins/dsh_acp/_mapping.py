@@ -24,6 +24,9 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
     ContentToolCallContent,
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
@@ -37,16 +40,19 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
     ToolKind,
+    UnstructuredCommandInput,
     UserMessageChunk,
 )
 
 from dsh_session import SessionEvent
+from dsh_slash_commands import SlashCommand
 
 from ._service import AcpArgumentError
 
 __all__ = [
     "TOOL_KINDS",
     "SessionUpdate",
+    "commands_update",
     "plan_update",
     "prompt_text",
     "session_updates",
@@ -65,6 +71,7 @@ SessionUpdate: TypeAlias = (
     | ToolCallStart
     | ToolCallProgress
     | AgentPlanUpdate
+    | AvailableCommandsUpdate
 )
 
 #: What a tool call shows.
@@ -262,6 +269,24 @@ def plan_update(todos: Iterable[Mapping[str, Any]]) -> AgentPlanUpdate:
         for todo in todos
     ]
     return AgentPlanUpdate(session_update="plan", entries=entries)
+
+
+def commands_update(commands: Iterable[SlashCommand]) -> AvailableCommandsUpdate:
+    """``available_commands_update``: each command's name (without the ``/``), its
+    description, and its argument hint as the unstructured input's hint."""
+    return AvailableCommandsUpdate(
+        session_update="available_commands_update",
+        available_commands=[
+            AvailableCommand(
+                name=command.name,
+                description=command.description,
+                input=AvailableCommandInput(UnstructuredCommandInput(hint=command.argument_hint))
+                if command.argument_hint
+                else None,
+            )
+            for command in commands
+        ],
+    )
 
 
 def _message_updates(data: Mapping[str, Any]) -> list[SessionUpdate]:

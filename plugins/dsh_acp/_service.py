@@ -83,7 +83,7 @@ class AcpFrontend(Service):
     key = "frontend"
     name = "acp"
     Config = AcpFrontendConfig
-    inject = ("agents", "sessions")
+    inject = ("agents", "sessions", "slash_commands")
 
     def __init__(self, ctx: Context, config: AcpFrontendConfig) -> None:
         super().__init__(ctx, config)

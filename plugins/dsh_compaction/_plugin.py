@@ -15,6 +15,7 @@ from dsh import CheckReport, ConfigError, Context, Service
 from dsh_agent import Agent, NoModelError
 from dsh_llm import BlockAssembler, LlmFailure, LlmRequest, Message, Usage
 from dsh_session import Session
+from dsh_slash_commands import SlashCommand, SlashInvocation
 
 from ._history import CHECKPOINT_EVENT, History, Plan
 
@@ -147,7 +148,7 @@ class Compaction(Service):
     key = "compaction"
     name = "compaction"
     Config = CompactionConfig
-    inject = ("agents", "llm", "sessions")
+    inject = ("agents", "llm", "sessions", "slash_commands")
 
     def __init__(self, ctx: Context, config: CompactionConfig) -> None:
         super().__init__(ctx, config)
@@ -161,7 +162,19 @@ class Compaction(Service):
         yield ctx.on("agent/request-failed", self._failed)
         yield ctx.on("session/disposed", self._forget)
         yield ctx.on("deployment/check", self._check)
+        yield ctx.slash_commands.register(
+            SlashCommand(
+                name="compact",
+                description="summarise the older history now",
+                run=self._slash_compact,
+            )
+        )
         yield self._states.clear
+
+    async def _slash_compact(self, invocation: SlashInvocation) -> None:
+        """``/compact``: :meth:`compact` the front-end's agent and show its line (an
+        error is shown by the registry)."""
+        invocation.reply(await self.compact(invocation.agent))
 
     # -- the public API -----------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
@@ -16,10 +16,11 @@ from anyio.abc import TaskStatus
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh import Context, Disposer, DshError, Service
-from dsh_agent import Agent, assemble_context_for
+from dsh_agent import Agent
 from dsh_session import Session, SessionEvent
-from dsh_system_prompt import render_prompt
+from dsh_slash_commands import SlashCommand
 
+from ._commands import help_lines, terminal_commands
 from ._stdin import read_stdin_key, read_stdin_line
 
 if TYPE_CHECKING:
@@ -52,14 +53,10 @@ EXIT_INTERRUPTED = 130
 #: as JSON lines.
 OUTPUTS = ("text", "json")
 
-HELP = """\
-Type a message and press Enter to send it to the agent. Commands:
-  /help     this help
-  /prompt   the system prompt and the tools the agent would get now
-  /compact  summarise the older history now (needs the compaction plugin)
-  /exit     quit (so does Ctrl-D, the end of input)
-Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.
-"""
+#: The first line of ``/help``; the registered commands follow it.
+HELP_INTRO = "Type a message and press Enter to send it to the agent. Commands:"
+#: What the line REPL's ``/help`` ends with.
+HELP_KEYS = "Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.\n"
 
 
 def default_history_file() -> str:
@@ -180,7 +177,7 @@ class StdioAgent(Service):
     key = "frontend"
     name = "stdio-agent"
     Config = StdioAgentConfig
-    inject = ("agents", "sessions", "system_prompt")
+    inject = ("agents", "sessions", "system_prompt", "slash_commands")
 
     def __init__(self, ctx: Context, config: StdioAgentConfig) -> None:
         super().__init__(ctx, config)
@@ -248,8 +245,17 @@ class StdioAgent(Service):
             known = ", ".join(f'"{m}"' for m in served) or "(none)"
             raise StdioAgentError(f'no adapter serves model "{model}"; known models: {known}')
 
-    def setup(self) -> Disposer:
-        return self.ctx.on("deployment/check", self._check)
+    def setup(self) -> Iterator[Disposer]:
+        yield self.ctx.on("deployment/check", self._check)
+        for command in terminal_commands(self):
+            yield self.ctx.slash_commands.register(command)
+
+    def running_chat(self) -> _Chat:
+        """The chat ``run`` is running (its commands act on it); raises
+        :class:`StdioAgentError` when there is none."""
+        if self._chat is None:
+            raise StdioAgentError("the terminal's commands work only while its chat runs")
+        return self._chat
 
     def _check(self, report: CheckReport) -> None:
         """``dsh check``: the configured ``agent`` is one of the deployment's agents."""
@@ -380,6 +386,7 @@ class _Chat:
         self.show_session = False  # end with `session: <id>` on stderr (no terminal REPL)
         self.worst = EXIT_OK  # EXIT_FAILED once a turn failed (no terminal REPL)
         self.pipe_closed = False  # stdout's reader went away
+        self.quitting = False  # /exit ran
 
     # -- output ---------------------------------------------------------------------------
 
@@ -408,6 +415,26 @@ class _Chat:
         self.end_line()
         self.err.write(line + "\n")
         self.err.flush()
+
+    def warn(self, line: str) -> None:
+        """A command's refusal: one line to stderr."""
+        self.note(line)
+
+    def reply(self, text: str) -> None:
+        """What a slash command shows the user: whole lines on stdout."""
+        self.say(text if text.endswith("\n") else text + "\n")
+
+    def help_text(self, commands: list[SlashCommand]) -> str:
+        """``/help``: the registered ``commands``, then the keys."""
+        return "\n".join([HELP_INTRO, *help_lines(commands), self.help_keys()])
+
+    def help_keys(self) -> str:
+        return HELP_KEYS
+
+    def switch(self, agent: Agent) -> None:
+        """Talk to ``agent`` from now on (``/clear``, ``/model``)."""
+        self.agent = agent
+        self.todos = None
 
     def show_prompt(self) -> None:
         self.stream(self.out, self.config.prompt)
@@ -614,48 +641,27 @@ class _Chat:
                 if await self.command(text):
                     return self.worst
                 continue
-            reason = await self.turn(text)
-            # Piped input: a script reads the exit status. A turn cancelled by Ctrl-C
-            # is the user's choice, not a failure.
-            if not self.interactive and exit_status(reason) == EXIT_FAILED:
-                self.worst = EXIT_FAILED
+            await self.user_turn(text)
+
+    async def user_turn(self, text: str) -> None:
+        """A message of the user's (typed, or sent by a slash command) as one turn."""
+        reason = await self.turn(text)
+        # Piped input: a script reads the exit status. A turn cancelled by Ctrl-C
+        # is the user's choice, not a failure.
+        if not self.interactive and exit_status(reason) == EXIT_FAILED:
+            self.worst = EXIT_FAILED
 
     async def command(self, text: str) -> bool:
-        """Run a ``/command``; True means quit."""
-        name = text.split(maxsplit=1)[0]
-        if name == "/exit":
-            return True
-        if name == "/help":
-            self.say(HELP)
-        elif name == "/prompt":
-            await self.show_system_prompt()
-        elif name == "/compact":
-            await self.compact()
-        else:
-            self.note(f"unknown command {name}; /help lists the commands")
-        return False
-
-    async def compact(self) -> None:
-        """``/compact``: what the ``compaction`` service says it did, on stdout."""
-        compaction = self.owner.home_ctx.get("compaction")
-        if compaction is None:
-            self.note("/compact needs the compaction plugin (add `- name: compaction`)")
-            return
-        try:
-            line: str = await compaction.compact(self.agent)
-        except DshError as exc:
-            self.note(f"[compact] {exc}")
-            return
-        self.say(f"{line}\n")
-
-    async def show_system_prompt(self) -> None:
-        try:
-            assembly = await self.owner.home_ctx.system_prompt.assemble(
-                assemble_context_for(self.agent)
-            )
-            text = render_prompt(assembly)
-        except DshError as exc:
-            self.note(f"[prompt] {exc}")
-            return
-        names = ", ".join(tool.name for tool in assembly.tools) or "(none)"
-        self.say(f"{text}\n\n--- tools ({len(assembly.tools)}): {names}\n")
+        """Run a ``/command`` through the ``slash_commands`` registry (one that is not
+        registered is reported on stderr); True means quit (``/exit``)."""
+        ran = await self.owner.home_ctx.slash_commands.dispatch(
+            text,
+            agent=self.agent,
+            reply=self.reply,
+            send=self.user_turn,
+            frontend="terminal",
+            switch=self.switch,
+        )
+        if not ran:
+            self.note(f"unknown command {text.split(maxsplit=1)[0]}; /help lists the commands")
+        return self.quitting

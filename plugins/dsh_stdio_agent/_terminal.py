@@ -21,14 +21,16 @@ from typing import Any, TextIO
 import anyio
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 
-from dsh import counted
 from dsh_agent import Agent
 from dsh_llm import Usage
-from dsh_session import Session, SessionEvent, describe_session
+from dsh_session import Session, SessionEvent
+from dsh_slash_commands import SlashCommands
 
 from ._service import (
     EXIT_INTERRUPTED,
@@ -38,24 +40,25 @@ from ._service import (
     checklist,
     describe_end,
 )
-from ._view import View, token_line, usage_text
+from ._usage import session_usage
+from ._view import View, token_line
 
-__all__ = ["HELP", "TerminalChat", "discard_typeahead", "held_input", "session_usage"]
+__all__ = [
+    "KEYS",
+    "SlashCompleter",
+    "TerminalChat",
+    "discard_typeahead",
+    "held_input",
+    "session_usage",
+]
 
-HELP = """\
-Type a message and press Enter to send it. Commands:
-  /help            this help
-  /model [NAME]    show the model, or use NAME from the next turn on
-  /clear           start a new session (a stored one can be resumed later)
-  /tokens          the tokens this session has used
-  /sessions        the stored sessions (dsh run --resume ID continues one)
-  /prompt          the system prompt and the tools the agent would get now
-  /compact         summarise the older history now (needs the compaction plugin)
-  /exit            quit (so does Ctrl-D)
+#: What the terminal chat's ``/help`` ends with (after the registered commands).
+KEYS = """\
 Keys:
   Enter            send
   Alt+Enter        a new line (or Esc, then Enter); a paste stays one message
   Up, Down         earlier messages (kept across chats)
+  Tab              complete a /command
   Ctrl-C           cancel the running turn; at the prompt, clear the line; on an
                    empty line twice, quit
   Ctrl-D           quit
@@ -68,35 +71,6 @@ FRAME = 0.08
 
 class _CtrlC(Exception):
     """Ctrl-C on an empty line (ends the prompt)."""
-
-
-def session_usage(session: Session, turn: int | None = None) -> Usage | None:
-    """The tokens of ``session``'s model steps (of turn ``turn`` only, when given)
-    summed, or None when none recorded any. The loop records each step's usage in its
-    ``assistant/message`` event."""
-    total: Usage | None = None
-    for event in session.events:
-        data = event.data
-        if event.type != "assistant/message" or "usage" not in data:
-            continue
-        if turn is not None and data.get("turn") != turn:
-            continue
-        usage = Usage.from_json(data["usage"])
-        total = usage if total is None else _add(total, usage)
-    return total
-
-
-def _add(a: Usage, b: Usage) -> Usage:
-    def both(x: int | None, y: int | None) -> int | None:
-        return None if x is None and y is None else (x or 0) + (y or 0)
-
-    return Usage(
-        a.input_tokens + b.input_tokens,
-        a.output_tokens + b.output_tokens,
-        both(a.cache_read_tokens, b.cache_read_tokens),
-        both(a.cache_write_tokens, b.cache_write_tokens),
-        both(a.reasoning_tokens, b.reasoning_tokens),
-    )
 
 
 @contextmanager
@@ -202,6 +176,31 @@ def _keys() -> KeyBindings:
     return keys
 
 
+class SlashCompleter(Completer):
+    """Tab completion of ``/name`` at the start of the line, from ``registry``: what
+    is registered when Tab is pressed, each with its argument hint and description."""
+
+    def __init__(self, registry: SlashCommands) -> None:
+        self.registry = registry
+
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterator[Completion]:
+        typed = document.text_before_cursor
+        if not typed.startswith("/") or any(c.isspace() for c in typed):
+            return
+        for command in self.registry.list():
+            name = f"/{command.name}"
+            if name.startswith(typed):
+                shown = f"{name} {command.argument_hint}".rstrip()
+                yield Completion(
+                    name,
+                    start_position=-len(typed),
+                    display=shown,
+                    display_meta=command.description,
+                )
+
+
 class TerminalChat(_Chat):
     """``run`` on a terminal: the line editor at the prompt, the rich view meanwhile.
 
@@ -246,6 +245,12 @@ class TerminalChat(_Chat):
 
     def note(self, line: str) -> None:
         self.view.note(line)
+
+    def warn(self, line: str) -> None:
+        self.view.note(line, style="red")
+
+    def help_keys(self) -> str:
+        return KEYS
 
     def show_prompt(self) -> None:
         """The line editor shows the prompt."""
@@ -348,6 +353,7 @@ class TerminalChat(_Chat):
         session: PromptSession[str] = PromptSession(
             history=_history(self.config.history_file, view),
             key_bindings=_keys(),
+            completer=SlashCompleter(self.owner.home_ctx.slash_commands),
             multiline=False,
             prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
         )
@@ -381,60 +387,3 @@ class TerminalChat(_Chat):
                     return EXIT_OK
                 continue
             await self.turn(text)
-
-    # -- commands ---------------------------------------------------------------------------
-
-    async def command(self, text: str) -> bool:
-        name, _, rest = text.partition(" ")
-        argument = rest.strip()
-        if name == "/help":
-            self.say(HELP)
-        elif name == "/model":
-            await self.switch_model(argument)
-        elif name == "/clear":
-            await self.clear()
-        elif name == "/tokens":
-            self.show_tokens()
-        elif name == "/sessions":
-            self.show_sessions()
-        else:
-            return await super().command(text)
-        return False
-
-    async def switch_model(self, name: str) -> None:
-        agent = self.agent
-        served: list[str] = self.owner.home_ctx.llm.models()
-        known = ", ".join(served) or "(none)"
-        if not name:
-            self.say(f"model: {agent.model or '(none)'}; known models: {known}")
-            return
-        if name not in served:
-            self.view.note(f'unknown model "{name}"; known models: {known}', style="red")
-            return
-        self.agent = await self.owner.home_ctx.agents.switch_model(agent.id, name)
-        self.say(f"model: {name} (from the next turn on)")
-
-    async def clear(self) -> None:
-        old = self.agent.session.id
-        self.agent = await self.owner.home_ctx.agents.renew(self.agent.id)
-        self.todos = None
-        kept = bool(self.owner.home_ctx.events.event("session/list").listeners())
-        fate = "stays stored" if kept else "was not stored"
-        self.say(f"new session {self.agent.session.id}\n  the previous one, {old}, {fate}\n")
-
-    def show_tokens(self) -> None:
-        session = self.agent.session
-        usage = session_usage(session)
-        turns = session.last_turn()
-        spent = "no tokens recorded" if usage is None else usage_text(usage)
-        self.say(f"{counted(turns, 'turn')}: {spent}")
-
-    def show_sessions(self) -> None:
-        home = self.owner.home_ctx
-        if not home.events.event("session/list").listeners():
-            self.view.note("no session persistence is configured (add session-jsonl)")
-            return
-        stored = home.sessions.stored()
-        current = self.agent.session.id
-        lines = [("* " if item.id == current else "  ") + describe_session(item) for item in stored]
-        self.say("\n".join(lines) + "\n" if lines else "no stored sessions\n")

@@ -31,6 +31,8 @@ from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.text import Text
 
+from ._usage import usage_text
+
 if TYPE_CHECKING:
     from dsh_llm import Usage
 
@@ -96,16 +98,6 @@ def token_line(seconds: float, usage: Usage | None) -> Text:
     if usage is not None:
         parts.append(usage_text(usage))
     return Text(" · ".join(parts), style="dim")
-
-
-def usage_text(usage: Usage) -> str:
-    """``1,234 in · 56 out`` (`` · N cached`` and `` · N reasoning`` when present)."""
-    parts = [f"{usage.input_tokens:,} in", f"{usage.output_tokens:,} out"]
-    if usage.cache_read_tokens:
-        parts.append(f"{usage.cache_read_tokens:,} cached")
-    if usage.reasoning_tokens:
-        parts.append(f"{usage.reasoning_tokens:,} reasoning")
-    return " · ".join(parts)
 
 
 def _blank(line: list[Segment]) -> bool:

@@ -46,8 +46,9 @@ class Asked:
 
 
 class RecordingClient:
-    """The editor side: records every session update and answers permission requests
-    with the queued option ids (:data:`CANCEL` cancels; none left: reject)."""
+    """The editor side: records every session update (the command lists in
+    ``commands``) and answers permission requests with the queued option ids
+    (:data:`CANCEL` cancels; none left: reject)."""
 
     def __init__(self, *answers: str, fail_updates: bool = False) -> None:
         self.updates: list[tuple[str, Any]] = []
@@ -55,6 +56,9 @@ class RecordingClient:
         #: Both in the order they came: each update's kind, ``"permission"`` for a
         #: permission request.
         self.timeline: list[str] = []
+        #: The ``available_commands_update`` updates, apart: each session gets them
+        #: besides what its turns show.
+        self.commands: list[tuple[str, Any]] = []
         self.answers = deque(answers)
         self.fail_updates = fail_updates
         self._changed = anyio.Event()
@@ -66,6 +70,10 @@ class RecordingClient:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         if self.fail_updates:
             raise ConnectionError("the client is gone")
+        if update.session_update == "available_commands_update":
+            self.commands.append((session_id, update))
+            self._notify()
+            return
         self.updates.append((session_id, update))
         self.timeline.append(update.session_update)
         self._notify()

@@ -82,9 +82,16 @@ def test_a_script_in_a_file_is_answered_into_a_regular_file(tmp_path: Path) -> N
         run = dsh_acp(tmp_path, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE)
     assert (run.returncode, run.stderr) == (0, NOISE)
     # The end of a script is not the client leaving: both requests were answered.
-    answers = {frame["id"]: frame for frame in frames(out.read_bytes())}
+    sent = frames(out.read_bytes())
+    answers = {frame["id"]: frame for frame in sent if "id" in frame}
     assert answers[0]["result"]["protocolVersion"] == 1
-    assert answers[1]["result"]["sessionId"]
+    session = answers[1]["result"]["sessionId"]
+    # The session's command list follows the answer that names the session.
+    (listing,) = [frame for frame in sent if "id" not in frame]
+    assert sent.index(listing) > sent.index(answers[1])
+    assert listing["method"] == "session/update"
+    assert listing["params"]["sessionId"] == session
+    assert listing["params"]["update"]["sessionUpdate"] == "available_commands_update"
 
 
 @pytest.mark.parametrize(

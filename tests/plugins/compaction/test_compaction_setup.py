@@ -177,11 +177,13 @@ async def test_disposal_leaves_no_registration_behind() -> None:
 
         def registrations() -> tuple[object, ...]:
             listeners = tuple(len(root.events.event(n).listeners()) for n in names)
-            return (root.sessions.event_types(), listeners, root.get("compaction"))
+            commands = [c.name for c in root.slash_commands.list()]
+            return (root.sessions.event_types(), listeners, root.get("compaction"), commands)
 
         before = registrations()
         fiber = await root.plugin(Compaction, CONFIG)
         assert CHECKPOINT_EVENT in root.sessions.event_types()
+        assert root.slash_commands.get("compact") is not None
         r.model.reply(answer("one"))
         assert await run_turn(r.agent, "hi") == COMPLETED
         compaction: Compaction = root.compaction

@@ -20,6 +20,19 @@ from dsh_agent_core import AgentCore
 from dsh_stdio_agent import StdioAgent
 from dsh_tools import Tool, ToolCall
 
+#: The line REPL's ``/help`` with agent-core and the front-end: what they register.
+LINE_HELP = """\
+Type a message and press Enter to send it to the agent. Commands:
+  /clear           start a new session (a stored one can be resumed later)
+  /exit            quit (so does Ctrl-D)
+  /help            this help
+  /model [NAME]    show the model, or use NAME from the next turn on
+  /prompt          the system prompt and the tools the agent would get now
+  /sessions        the stored sessions (dsh run --resume ID continues one)
+  /tokens          the tokens this session has used
+Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.
+"""
+
 
 class EchoArgs(BaseModel):
     text: str

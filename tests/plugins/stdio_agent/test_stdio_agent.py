@@ -36,9 +36,9 @@ from dsh_stdio_agent import (
     exit_status,
     read_stdin_line,
 )
-from dsh_stdio_agent._service import HELP, describe_end
+from dsh_stdio_agent._service import describe_end
 from dsh_tools import Tool, ToolCall
-from tests.plugins.stdio_agent.stdio_support import EchoArgs, front_rig
+from tests.plugins.stdio_agent.stdio_support import LINE_HELP, EchoArgs, front_rig
 
 pytestmark = pytest.mark.anyio
 
@@ -319,7 +319,7 @@ async def test_repl_sends_lines_and_runs_commands() -> None:
         assert await r.front.run() == EXIT_OK
         assert r.out.getvalue() == (
             "It said hi.\n"
-            f"{HELP}"
+            f"{LINE_HELP}"
             "You are an AI agent powered by dsh.\n\n"
             "You are scripted-bot.\n\n"
             "--- tools (1): echo\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh import DshError, Service
+from dsh import DshError
 from dsh.testing import text
 from dsh_agent import Agent
 from dsh_compaction import NOTHING_TO_COMPACT, Compaction
@@ -35,33 +35,29 @@ async def test_compact_summarises_the_older_turns_and_says_so() -> None:
         assert [c.data["summary"] for c in checkpoints] == ["the summary"]
 
 
-async def test_compact_without_the_plugin_says_what_to_add() -> None:
+async def test_compact_is_the_compaction_plugin_s_command() -> None:
     async with front_rig() as r:
+        assert r.root.slash_commands.get("compact") is None
         r.lines.feed("/compact", "/exit")
         assert await r.front.run() == EXIT_OK
         assert r.out.getvalue() == ""
-        assert r.err.getvalue() == (
-            "/compact needs the compaction plugin (add `- name: compaction`)\n"
-        )
+        assert r.err.getvalue() == "unknown command /compact; /help lists the commands\n"
 
 
 class Refused(DshError):
     code = "REFUSED"
 
 
-class RefusingCompaction(Service):
+class RefusingCompaction(Compaction):
     """A compaction service that cannot compact."""
-
-    key = "compaction"
-    name = "refusing-compaction"
 
     async def compact(self, agent: Agent) -> str:
         raise Refused(f'agent "{agent.id}" cannot be compacted')
 
 
-async def test_a_compaction_error_is_a_note_and_the_chat_goes_on() -> None:
-    async with front_rig(text("still here"), plugins=((RefusingCompaction, None),)) as r:
+async def test_a_compaction_error_is_shown_and_the_chat_goes_on() -> None:
+    plugins = ((RefusingCompaction, WINDOW),)
+    async with front_rig(text("still here"), plugins=plugins) as r:
         r.lines.feed("/compact", "hello", "/exit")
         assert await r.front.run() == EXIT_OK
-        assert r.err.getvalue() == '[compact] agent "main" cannot be compacted\n'
-        assert r.out.getvalue() == "still here\n"
+        assert r.out.getvalue() == ('/compact: agent "main" cannot be compacted\nstill here\n')

@@ -20,7 +20,8 @@ from dsh.testing import Mark, Wait, text, until
 from dsh_session_jsonl import JsonlSessions
 from dsh_stdio_agent import EXIT_INTERRUPTED, EXIT_OK, StdioAgent, read_stdin_line
 from dsh_stdio_agent._service import default_history_file
-from dsh_stdio_agent._terminal import HELP, discard_typeahead, held_input, session_usage
+from dsh_stdio_agent._terminal import KEYS, discard_typeahead, held_input, session_usage
+from tests.plugins.stdio_agent.stdio_support import LINE_HELP
 from tests.plugins.stdio_agent.terminal_support import TerminalRig, terminal_rig
 from tests.support import ECHO
 
@@ -254,7 +255,8 @@ async def test_model_clear_tokens_and_the_other_commands() -> None:
         "",
         "--- tools (1): echo",
         "unknown command /bogus; /help lists the commands",
-        *HELP.splitlines(),
+        *LINE_HELP.splitlines()[:-1],
+        *KEYS.splitlines(),
     ]
     assert tokens_line(lines[5]) == "10 in · 5 out"
     assert tokens_line(lines[13]) == "3 in · 1 out"
