@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 
 from ._context import Context
-from ._deployment import load_deployment
+from ._deployment import leave_out_unset_env, load_deployment
 from ._errors import DshError
 from ._fiber import Fiber
 from ._shutdown import EXIT_TERMINATED, Shutdown
@@ -117,10 +117,17 @@ def load_command(entry_point: importlib.metadata.EntryPoint) -> Command:
 
 
 def run_deployment_command(
-    path: str | os.PathLike[str], body: Callable[[Context, Fiber], Awaitable[int]]
+    path: str | os.PathLike[str],
+    body: Callable[[Context, Fiber], Awaitable[int]],
+    *,
+    calls_no_model: str | None = None,
 ) -> int:
     """Run ``body(root, deployment)`` on the deployment at ``path``, loaded in a fresh
     root; returns ``body``'s exit status.
+
+    ``calls_no_model`` names a command that needs nothing a model's ``!env`` variables
+    hold (``"sessions"``): the deployment is loaded under :func:`leave_out_unset_env`
+    and each entry left out is one warning line on stderr before ``body`` runs.
 
     The helper of commands that work on a deployment file: a :class:`DshError` raised
     while loading or by ``body`` is printed to stderr and the status is 1. The root (and
@@ -138,7 +145,7 @@ def run_deployment_command(
         async with Context() as root:
             with shutdown.unwinding(), shutdown.scope:
                 try:
-                    deployment = await load_deployment(Path(path), root)
+                    deployment = await _load(path, root, calls_no_model)
                     return await body(root, deployment)
                 except DshError as exc:
                     print_stderr(str(exc))
@@ -155,3 +162,15 @@ def run_deployment_command(
 
     with tolerant_stderr():
         return anyio.run(main)
+
+
+async def _load(path: str | os.PathLike[str], root: Context, calls_no_model: str | None) -> Fiber:
+    if calls_no_model is None:
+        return await load_deployment(Path(path), root)
+    with leave_out_unset_env():
+        deployment = await load_deployment(Path(path), root)
+    for line in deployment.instance.left_out:
+        print_stderr(
+            f"warning: {line}: the entry is left out (dsh {calls_no_model} calls no model)"
+        )
+    return deployment

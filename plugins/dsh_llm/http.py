@@ -14,25 +14,35 @@ Import it as ``dsh_llm.http``: ``import dsh_llm`` alone does not load httpx.
 from __future__ import annotations
 
 import dataclasses
-import email.utils
 import json
 import logging
-import math
 import re
-import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing
-from typing import Annotated, Any, ClassVar, Generic, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import anyio
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dsh import Disposer, InFlight, Plugin
 
 from ._estimate import estimate_tokens
-from ._types import Chunk, Finish, FinishReason, LlmFailure, LlmRequest, Usage, UsageChunk
+from ._http_config import HttpModelConfig
+from ._http_response import _drain, _error_text, _quote, _request_id, _server_message, retry_after
+from ._sse import (
+    BadResponse,
+    DecoderBase,
+    EventDecoder,
+    ServerStreamError,
+    StreamError,
+    _Events,
+    _NoEvents,
+    _Overflow,
+    int_field,
+    str_field,
+)
+from ._types import Chunk, Finish, LlmFailure, LlmRequest
 
 __all__ = [
     "CONTEXT_LENGTH",
@@ -50,17 +60,9 @@ __all__ = [
     "str_field",
 ]
 
-#: How much of an error response body is read for its message.
-_ERROR_BODY_LIMIT = 16_384
 #: Keys at least this long are masked in server messages (shorter ones, such as the
 #: placeholder ``EMPTY`` local servers accept, would mask ordinary words).
 _MASK_MIN = 8
-#: How long to wait for the end of the body after the stream's last event.
-_DRAIN_SECONDS = 1.0
-#: How much of an unexpected payload an error message quotes.
-_QUOTE = 200
-#: How much of a server's error message (or error body) a failure shows.
-_DETAIL = 300
 #: How a server says a request is too long for the model's context window.
 CONTEXT_LENGTH = re.compile(
     r"context[ _-]?(length|size|window|limit)|maximum context|too many tokens"
@@ -71,318 +73,6 @@ CONTEXT_LENGTH = re.compile(
 #: window (or more) is taken for an overflow: some servers (llama-cpp-python's) fail
 #: that way instead of refusing the request.
 OVERFLOW_RATIO = 0.9
-
-
-# -- config -------------------------------------------------------------------------------
-
-
-class HttpModelConfig(BaseModel):
-    """The keys every HTTP model adapter takes (unknown keys are errors); a provider's
-    config subclasses it, gives ``base_url`` its default and adds its own keys."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    #: The provider's credential; ``None`` sends none.
-    api_key: str | None = Field(default=None, repr=False)
-    #: The API root (the provider's config gives the default).
-    base_url: str
-    #: The model names this adapter serves (an agent's ``model`` selects it).
-    models: list[str] = Field(min_length=1)
-    #: Seconds to establish a connection.
-    connect_timeout: float = Field(default=10.0, gt=0)
-    #: Seconds without a byte from the server (before the headers and between deltas).
-    read_timeout: float = Field(default=120.0, gt=0)
-    #: Extra attempts after a 429, a 5xx or a connection failure before the stream starts.
-    max_retries: int = Field(default=2, ge=0)
-    #: Seconds before the first retry; doubles on each further one.
-    retry_backoff: float = Field(default=0.5, ge=0)
-    #: The longest wait a server's ``Retry-After`` can impose before a retry, in seconds.
-    max_retry_after: float = Field(default=60.0, ge=0)
-    #: Extra HTTP headers on every request (they override the defaults).
-    headers: dict[str, str] = {}
-    #: Sampling knobs, each sent only when set (servers differ in what they accept).
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, gt=0, le=1)
-    #: Sent only when set, and only with tools.
-    parallel_tool_calls: bool | None = None
-    #: Merged into every request body last (server-specific fields); it wins over the rest.
-    extra_body: dict[str, Any] = {}
-    #: The context window (tokens) of each model, by name; wins over the rest.
-    context_windows: dict[str, Annotated[int, Field(gt=0)]] = {}
-    #: The context window of the served models ``context_windows`` does not name
-    #: (``""``, an unset ``!env [NAME, ""]``, leaves it unset).
-    context_window: int | None = Field(default=None, gt=0)
-
-    def sampling(self) -> dict[str, Any]:
-        """The sampling fields this config sets (``temperature``, ``top_p``)."""
-        return {
-            key: value
-            for key in ("temperature", "top_p")
-            if (value := getattr(self, key)) is not None
-        }
-
-    @field_validator("context_window", mode="before")
-    @classmethod
-    def _unset_window(cls, value: object) -> object:
-        return None if value == "" else value
-
-    @field_validator("api_key")
-    @classmethod
-    def _key_not_empty(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError(
-                "api_key is empty (is the environment variable behind `!env` set?); "
-                "omit api_key for a server that needs none"
-            )
-        return value
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {value!r}")
-        return value.rstrip("/")
-
-    @field_validator("models")
-    @classmethod
-    def _model_names(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not name:
-                raise ValueError("model names must be non-empty")
-        if len(set(value)) != len(value):
-            raise ValueError(f"model names repeat: {value}")
-        return value
-
-
-# -- small helpers ------------------------------------------------------------------------
-
-
-def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds a response asks the client to wait (``retry-after-ms``, then
-    ``Retry-After`` as seconds or an HTTP date), or ``None``."""
-    value = headers.get("retry-after-ms")
-    scale = 1000.0
-    if value is None:
-        value = headers.get("retry-after")
-        scale = 1.0
-    if value is None:
-        return None
-    try:
-        seconds = float(value) / scale
-    except ValueError:
-        try:
-            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return None
-    return max(seconds, 0.0) if math.isfinite(seconds) else None
-
-
-def _quote(text: str) -> str:
-    return repr(text if len(text) <= _QUOTE else text[:_QUOTE] + "…")
-
-
-def _request_id(headers: Mapping[str, str]) -> str | None:
-    return headers.get("x-request-id") or headers.get("request-id")
-
-
-def _shorten(text: str) -> str:
-    """``text`` on one line, cut to :data:`_DETAIL` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _DETAIL else flat[: _DETAIL - 1] + "…"
-
-
-def _server_message(text: str) -> str:
-    """The human part of an error body: ``error.message``, ``message``, ``detail`` or
-    the text itself."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        message = error.get("message") or error.get("detail") if isinstance(error, dict) else error
-        if isinstance(message, str) and message:
-            text = message
-    return _shorten(text)
-
-
-async def _error_text(response: httpx.Response) -> str:
-    parts: list[bytes] = []
-    size = 0
-    try:
-        async for part in response.aiter_bytes():
-            parts.append(part)
-            size += len(part)
-            if size >= _ERROR_BODY_LIMIT:
-                break
-    except httpx.HTTPError:
-        pass  # the status says enough; the body is a courtesy
-    return b"".join(parts)[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-
-
-async def _drain(lines: AsyncIterator[str]) -> None:
-    """Read what follows the last event (normally nothing) so the connection can be
-    reused."""
-    with anyio.move_on_after(_DRAIN_SECONDS):
-        try:
-            async for _ in lines:
-                pass
-        except httpx.HTTPError:
-            pass  # the answer is complete; the connection just will not be reused
-
-
-# -- decoding a stream --------------------------------------------------------------------
-
-
-class StreamError(Exception):
-    """The stream cannot go on; ``code`` is the failure code to report."""
-
-    code = "BAD_RESPONSE"
-
-
-class BadResponse(StreamError):
-    """A ``data:`` payload is not what the provider's stream sends."""
-
-
-class ServerStreamError(StreamError):
-    """The server reported an error instead of the next event."""
-
-    code = "SERVER_ERROR"
-
-
-class _NoEvents(StreamError):
-    """A successful response whose body holds no server-sent event."""
-
-
-class _Overflow(StreamError):
-    """A successful response without an event for a request the size of the window."""
-
-    code = "CONTEXT_LENGTH"
-
-
-def int_field(value: Any, what: str) -> int:
-    """``value`` if it is an ``int`` (not a bool), else :class:`BadResponse` naming ``what``."""
-    if type(value) is not int:
-        raise BadResponse(f"{what} is {value!r}, not an integer")
-    return value
-
-
-def str_field(value: Any, what: str) -> str:
-    """``value`` if it is a ``str``, else :class:`BadResponse` naming ``what``."""
-    if type(value) is not str:
-        raise BadResponse(f"{what} is {value!r}, not a string")
-    return value
-
-
-class EventDecoder(Protocol):
-    """A provider's state machine from decoded events to chunks (see :class:`DecoderBase`)."""
-
-    def feed(self, payload: Any, out: list[Chunk], event: str = "message") -> bool:
-        """Take the JSON ``payload`` of one event named ``event``, appending chunks to
-        ``out``; return True when the stream is complete (nothing further is read).
-        Raises :class:`StreamError` when the stream cannot go on."""
-        ...
-
-    def end(self, out: list[Chunk]) -> Finish:
-        """The body ended: append the usage (if any) and the finish; return the finish."""
-        ...
-
-    def fail(self, failure: LlmFailure, out: list[Chunk]) -> None:
-        """The stream broke: append the usage (if any) and an error finish."""
-        ...
-
-
-class DecoderBase:
-    """What decoders share: the usage and the finish are held back until :meth:`end`, so
-    usage always precedes the finish and nothing follows it; :meth:`_stopped` turns the
-    provider's stop reason into the finish."""
-
-    #: The wire field that says why the model stopped (named in failure messages).
-    reason_field: ClassVar[str] = "finish_reason"
-    #: What a stream cut short never sent (named in its failure message).
-    end_field: ClassVar[str] = "finish_reason"
-
-    __slots__ = ("_content", "_finish", "_request_id", "_usage")
-
-    def __init__(self, request_id: str | None = None) -> None:
-        self._request_id = request_id  # carried by the failures this decoder reports
-        self._usage: Usage | None = None
-        self._finish: Finish | None = None
-        self._content = False  # saw text or a tool call
-
-    def _failure(self, message: str, code: str) -> Finish:
-        return Finish("error", LlmFailure(message, code, request_id=self._request_id))
-
-    def _stopped(self, reason: str, kind: FinishReason | None) -> None:
-        """The model stopped with ``reason``, which means ``kind`` (None: not a success)."""
-        if kind is None:
-            code = "".join(c if c.isalnum() else "_" for c in reason).upper() or "UNKNOWN"
-            message = f'the model stopped with {self.reason_field} "{reason}"'
-            self._finish = self._failure(message, code)
-        elif kind != "max-tokens" and not self._content:
-            message = "the model returned an empty answer (no text and no tool calls)"
-            self._finish = self._failure(message, "EMPTY_RESPONSE")
-        else:
-            self._finish = Finish(kind)
-
-    def end(self, out: list[Chunk]) -> Finish:
-        """The stream is over: append the usage (if any) and the finish; return the finish.
-
-        Before the model finished (:attr:`end_field`), the finish is ``error``
-        ``STREAM_INTERRUPTED``, and the open blocks stay open.
-        """
-        if self._usage is not None:
-            out.append(UsageChunk(self._usage))
-        finish = self._finish or self._failure(
-            f"the stream ended before the model finished (no {self.end_field})",
-            "STREAM_INTERRUPTED",
-        )
-        out.append(finish)
-        return finish
-
-    def fail(self, failure: LlmFailure, out: list[Chunk]) -> None:
-        """The stream broke: append the usage (if any) and an error finish."""
-        if self._usage is not None:
-            out.append(UsageChunk(self._usage))
-        out.append(Finish("error", failure))
-
-
-class _Events:
-    """Server-sent events, one line at a time: ``data:`` (with or without the space,
-    several joined by ``\\n``), ``event:``, comments and other fields ignored; a blank
-    line dispatches."""
-
-    __slots__ = ("_data", "_done", "_event", "count", "first")
-
-    def __init__(self, done_marker: str | None) -> None:
-        self._data: str | None = None
-        self._done = done_marker
-        self._event = "message"
-        self.count = 0  # events dispatched, the done marker aside
-        self.first = ""  # the first line that is not SSE, for a useless body's message
-
-    def line(self, line: str) -> tuple[str, str] | None:
-        """Take one line; return ``(event, data)`` when it completes an event."""
-        if line.startswith("data:"):
-            value = line[6:] if line.startswith("data: ") else line[5:]
-            self._data = value if self._data is None else f"{self._data}\n{value}"
-        elif line.startswith("event:"):
-            self._event = line[6:].strip() or "message"
-        elif not line:
-            return self.flush()
-        elif not self.first and not line.startswith(":"):
-            self.first = line
-        return None
-
-    def flush(self) -> tuple[str, str] | None:
-        """The event being read (the body ended right after it), if any."""
-        data, event = self._data, self._event
-        self._data, self._event = None, "message"
-        if data is None:
-            return None
-        if data != self._done:
-            self.count += 1
-        return event, data
 
 
 # -- the adapter --------------------------------------------------------------------------

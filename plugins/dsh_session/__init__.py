@@ -45,6 +45,7 @@ from ._store import (
     StoredSession,
     UnsavedRecords,
 )
+from ._store_plugin import LoadedSession, StoreLog, StorePlugin
 
 plugin = Sessions
 
@@ -61,6 +62,7 @@ __all__ = [
     "EventLog",
     "InvalidRecord",
     "Lease",
+    "LoadedSession",
     "LogDamage",
     "OpaqueEvent",
     "Session",
@@ -79,6 +81,8 @@ __all__ = [
     "SessionSummary",
     "SessionWriteError",
     "Sessions",
+    "StoreLog",
+    "StorePlugin",
     "StoredSession",
     "UnsavedRecords",
     "check_event",

@@ -11,7 +11,6 @@ from dsh import (
     Fiber,
     add_deployment_argument,
     deployment_file,
-    leave_out_unset_env,
     run_deployment_command,
 )
 
@@ -28,11 +27,6 @@ def _run(args: argparse.Namespace) -> int:
     path = deployment_file(args.file, "sessions")
 
     async def list_sessions(root: Context, deployment: Fiber) -> int:
-        for line in deployment.instance.left_out:
-            print(
-                f"warning: {line}: the entry is left out (dsh sessions calls no model)",
-                file=sys.stderr,
-            )
         store = root.get("sessions")
         if store is None or not root.events.event("session/list").listeners():
             print(
@@ -48,8 +42,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
 
     # Listing calls no model: a model's credentials need not be set.
-    with leave_out_unset_env():
-        return run_deployment_command(path, list_sessions)
+    return run_deployment_command(path, list_sessions, calls_no_model="sessions")
 
 
 #: ``dsh sessions``, published in the ``dsh.commands`` entry-point group.

@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from dsh import Context, Plugin
+from dsh import Context
 from dsh_session import (
     EventLog,
     Lease,
+    LoadedSession,
     Session,
     SessionEvent,
     SessionExistsError,
     SessionFencedError,
     SessionHeader,
-    SessionInUseError,
     SessionSummary,
     SessionWriteError,
-    StoredSession,
-    UnsavedRecords,
-    check_session_id,
+    StorePlugin,
     directory_problem,
     path_error,
     store_path,
@@ -36,8 +33,6 @@ from ._locks import locks_of
 from ._log import Database, SqliteLog, adopt, attach, load_session
 
 __all__ = ["SqliteSessions", "SqliteSessionsConfig"]
-
-_log = logging.getLogger("dsh.session-sqlite")
 
 
 class SqliteSessionsConfig(BaseModel):
@@ -54,7 +49,7 @@ class SqliteSessionsConfig(BaseModel):
     busy_timeout_ms: int = Field(default=5000, ge=0)
 
 
-class SqliteSessions(Plugin):
+class SqliteSessions(StorePlugin[SqliteLog]):
     """Persists every session of the ``sessions`` store in one SQLite database, loads
     them back for ``sessions.load``/``sessions.resume`` and lists them for
     ``sessions.stored()``.
@@ -62,119 +57,57 @@ class SqliteSessions(Plugin):
 
     name = "session-sqlite"
     Config = SqliteSessionsConfig
-    inject = ("sessions",)
+    logger = logging.getLogger("dsh.session-sqlite")
+    flush_errors = (SessionWriteError, SessionExistsError, SessionFencedError)
 
     def __init__(self, ctx: Context, config: SqliteSessionsConfig) -> None:
         super().__init__(ctx, config)
         #: The database file, made absolute when the plugin started.
         self.path: Path = store_path(ctx, "path", config.path)
         self._db = Database(self.path, fsync=config.fsync, busy_ms=config.busy_timeout_ms)
-        self._logs: dict[str, SqliteLog] = {}
-        # Sessions loaded by ``session/open`` that the store has not adopted yet:
-        # their header, row key and number of events.
-        self._loaded: dict[str, tuple[SessionHeader, int, int]] = {}
-        # Leases taken for the next writer of a session (consumed when it goes live).
-        self._leases: dict[str, Lease] = {}
 
-    def setup(self) -> Iterator[Callable[[], object]]:
-        ctx = self.ctx
-        # One store per deployment, and a path that can hold a database: checked
-        # before anything is touched, so `dsh check` names the mistake.
-        yield ctx.sessions.persist()
+    def open_store(self) -> Iterator[Callable[[], object]]:
         problem = _path_problem(self.path)
         if problem is not None:
-            raise path_error(ctx, "path", self.path, problem)
+            raise path_error(self.ctx, "path", self.path, problem)
         # An existing file is opened and checked now: a damaged, foreign or locked
         # database fails the plugin here, naming the file.
         self._db.open(create=False)
         yield self._db.close
-        yield ctx.on("session/created", self._created)
-        yield ctx.on("session/event", self._event)
-        yield ctx.on("session/disposed", self._disposed)
-        yield ctx.on("session/open", self._open)
-        yield ctx.on("session/list", self._stored)
-        yield ctx.on("session/lease", self._lease)
-        yield ctx.on("session/snapshot", self._snapshot)
-        yield ctx.on("session/flush", self._flush)
-        # Undone first, while the listeners above still write: see `_close_all`.
-        yield self._close_all
-        # Sessions that went live before this plugin started (or while it restarted).
-        for session in ctx.sessions.list():
-            self._attach(session, session.events)
 
     def list_sessions(self) -> list[SessionSummary]:
         """The sessions stored in :attr:`path` (see :func:`list_sessions`)."""
         return list_sessions(self.path, busy_ms=self._db.busy_ms)
 
-    def log_of(self, session_id: str) -> SqliteLog | None:
-        """The log of live session ``session_id``, if this plugin holds one."""
-        return self._logs.get(session_id)
-
-    # -- listeners ----------------------------------------------------------------------
-
-    def _created(self, session: Session) -> None:
-        session_id = check_session_id(session.id)
-        lease = self._leases.pop(session_id, None)
-        loaded = self._loaded.pop(session_id, None)
-        if loaded is not None and loaded[0] is session.header:
-            self._logs[session_id] = adopt(
-                self._db,
-                session.header,
-                loaded[1],
-                loaded[2],
-                lease,
-                durable=self.ctx.sessions.durable_types(),
-            )
-            return
-        if self._db.stored(session_id):
+    def open_log(
+        self, session: Session, lease: Lease | None, loaded: tuple[Any, ...] | None
+    ) -> SqliteLog:
+        durable = self.ctx.sessions.durable_types()
+        if loaded is not None:
+            key, count = loaded
+            return adopt(self._db, session.header, key, count, lease, durable=durable)
+        if self._db.stored(session.id):
             raise SessionExistsError(
-                f'session "{session_id}" is already stored in {self.path} '
+                f'session "{session.id}" is already stored in {self.path} '
                 "(resume it with sessions.resume, or choose another id)"
             )
-        log = SqliteLog(
-            self._db, session.header, lease=lease, durable=self.ctx.sessions.durable_types()
-        )
-        self._logs[session_id] = log
+        log = SqliteLog(self._db, session.header, lease=lease, durable=durable)
         log.add(session.events)
+        return log
 
-    def _event(self, session: Session, event: SessionEvent) -> None:
-        log = self._logs.get(session.id)
-        if log is None:  # a session that went live without session/created reaching us
-            self._attach(session, session.events)
-        else:
-            log.add((event,))
-
-    def _attach(self, session: Session, events: Sequence[SessionEvent]) -> None:
-        check_session_id(session.id)
+    def attach_log(
+        self, session: Session, events: Sequence[SessionEvent]
+    ) -> tuple[SqliteLog, Sequence[SessionEvent]]:
         sessions = self.ctx.sessions
         log, missing, notes = attach(
             self._db, session.header, events, sessions.event_types(), sessions.durable_types()
         )
         for note in notes:
-            _log.warning("%s", note)
-        self._logs[session.id] = log
-        log.add(missing)
+            self.logger.warning("%s", note)
+        return log, missing
 
-    def _flush(self, session: Session, unsaved: list[UnsavedRecords]) -> None:
-        log = self._logs.get(session.id)
-        if log is None:
-            return
-        try:
-            log.flush()
-        except (SessionWriteError, SessionExistsError, SessionFencedError) as exc:
-            unsaved.append(UnsavedRecords(session.id, log.pending, exc))
-
-    def _disposed(self, session: Session) -> None:
-        log = self._logs.pop(session.id, None)
-        if log is not None:
-            log.close()
-
-    async def _open(self, session_id: str) -> tuple[SessionHeader, EventLog] | None:
-        check_session_id(session_id)
-        if session_id in self._logs:
-            raise SessionInUseError(f'session "{session_id}" is live in this process')
-        load = functools.partial(
-            load_session,
+    def load(self, session_id: str) -> LoadedSession | None:
+        loaded = load_session(
             self.path,
             session_id,
             fsync=self._db.fsync,
@@ -182,58 +115,22 @@ class SqliteSessions(Plugin):
             known=self.ctx.sessions.event_types(),
             shared=session_id in self._leases,
         )
-        loaded = await anyio.to_thread.run_sync(load)
         if loaded is None:
             return None
-        for note in loaded.notes:
-            _log.warning("%s", note)
-        self._loaded[session_id] = (loaded.header, loaded.key, len(loaded.events))
-        return loaded.header, loaded.events
+        kept = (loaded.key, len(loaded.events))
+        return LoadedSession(loaded.header, loaded.events, kept, loaded.notes)
 
-    def _stored(self, found: list[StoredSession]) -> None:
-        found.extend(self.list_sessions())
+    def take_lease(self, session_id: str) -> tuple[Lease, Lease]:
+        lease = take_lease(self.path, session_id, fsync=self._db.fsync, busy_ms=self._db.busy_ms)
+        return lease, lease
 
-    async def _lease(self, session_id: str) -> Lease:
-        check_session_id(session_id)
-        take = functools.partial(
-            take_lease, self.path, session_id, fsync=self._db.fsync, busy_ms=self._db.busy_ms
-        )
-        lease = await anyio.to_thread.run_sync(take)
-        self._leases[session_id] = lease
-        return lease
-
-    async def _snapshot(self, session_id: str) -> tuple[SessionHeader, EventLog] | None:
-        read = functools.partial(
-            read_session,
+    def read_snapshot(self, session_id: str) -> tuple[SessionHeader, EventLog] | None:
+        return read_session(
             self.path,
             session_id,
             known=self.ctx.sessions.event_types(),
             busy_ms=self._db.busy_ms,
         )
-        return await anyio.to_thread.run_sync(read)
-
-    def _close_all(self) -> Awaitable[None] | None:
-        """Commit and let go of every session, once no turn is being written to a
-        session it holds (as ``session-jsonl`` does: a running turn still records how
-        it ended, its listeners in place)."""
-        busy = [s for s in self.ctx.sessions.list() if s.id in self._logs and s.writing.count]
-        if not busy:
-            self._close_logs()
-            return None
-        return self._close_when_written(busy)
-
-    async def _close_when_written(self, busy: list[Session]) -> None:
-        for session in busy:
-            await session.writing.idle()
-        self._close_logs()
-
-    def _close_logs(self) -> None:
-        logs = list(self._logs.values())
-        self._logs.clear()
-        self._loaded.clear()
-        self._leases.clear()
-        for log in logs:
-            log.close()
 
     def __repr__(self) -> str:
         return f"<SqliteSessions {self.path} ({len(self._logs)} live)>"

@@ -65,7 +65,8 @@ def _run(args: argparse.Namespace) -> int:
             print(json.dumps(tool, indent=2))
         return 0
 
-    return run_deployment_command(path, show)
+    # Showing the prompt calls no model: a model's credentials need not be set.
+    return run_deployment_command(path, show, calls_no_model="prompt")
 
 
 #: ``dsh prompt``, published in the ``dsh.commands`` entry-point group.

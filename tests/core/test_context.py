@@ -199,3 +199,35 @@ def test_the_public_names() -> None:
     ):
         assert name in dsh.__all__
         assert hasattr(dsh, name)
+
+
+async def test_leaving_the_root_waits_for_a_fiber_another_task_is_unloading() -> None:
+    """A fiber that another task is disposing when the root closes is not the root's to
+    unwind (it is no longer a child), but the root still waits until its undo is done."""
+    log: list[str] = []
+    unloading = anyio.Event()
+    gate = anyio.Event()
+
+    def plugin(ctx: Context, config: None) -> Any:
+        async def undo() -> None:
+            unloading.set()
+            await gate.wait()
+            log.append("undone")
+
+        return undo
+
+    async def dispose(fiber: dsh.Fiber) -> None:
+        await fiber.dispose()
+
+    async def release() -> None:
+        gate.set()
+
+    async with anyio.create_task_group() as outer:
+        async with Context() as root:
+            fiber = await root.plugin(plugin)
+            outer.start_soon(dispose, fiber)
+            await unloading.wait()
+            assert state(fiber) is FiberState.UNLOADING
+            outer.start_soon(release)
+        log.append("root closed")
+    assert log == ["undone", "root closed"]

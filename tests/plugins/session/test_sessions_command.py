@@ -53,7 +53,7 @@ def test_sessions_and_resume(
     assert 'no stored session "nope"' in capsys.readouterr().err
 
 
-def test_listing_needs_no_model_credentials_but_check_and_run_do(
+def test_listing_and_the_prompt_need_no_model_credentials_but_check_and_run_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -69,6 +69,12 @@ def test_listing_needs_no_model_credentials_but_check_and_run_do(
         "no stored sessions\n",
         f"warning: {unset}: the entry is left out (dsh sessions calls no model)\n",
     )
+    # The prompt needs no model either: the agent's model name is its own config.
+    assert cli.main(["prompt", str(example)]) == 0
+    shown = capsys.readouterr()
+    assert shown.out.startswith("You are an AI agent powered by dsh.")
+    assert "You are coding-agent, powered by deepseek-chat." in shown.out
+    assert shown.err == f"warning: {unset}: the entry is left out (dsh prompt calls no model)\n"
     for command in (["check", str(example)], ["run", str(example), "-p", "hi"]):
         assert cli.main(command) == 1
         assert capsys.readouterr() == ("", f"deployment {example} has 1 problem:\n{unset}\n")
