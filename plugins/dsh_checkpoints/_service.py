@@ -224,11 +224,12 @@ class Checkpoints(Service):
 
     async def rewind(self, agent_or_session: Any, turn: int, *, force: bool = False) -> Rewound:
         """Restore the files to their state before turn ``turn`` and continue in a new
-        session seeded with every event before it (its header's ``rewound_from`` names
-        the original; the original's ``checkpoint/restore`` names the new one in
-        ``rewound_to``). An agent is replaced by one with the same id on the new
-        session. Raises :class:`CheckpointError` for an unknown turn or a running
-        agent, and what :meth:`undo` raises."""
+        session seeded with every event before it. Its header's ``rewound_from`` names
+        the original; the original's header gets ``rewound_to`` (a list: one entry per
+        rewind, through ``sessions.amend_meta``) and its ``checkpoint/restore`` names
+        the new one in ``rewound_to``. An agent is replaced by one with the same id on
+        the new session. Raises :class:`CheckpointError` for an unknown turn or a
+        running agent, and what :meth:`undo` raises."""
         session = _require_session(agent_or_session)
         agent = None if isinstance(agent_or_session, Session) else agent_or_session
         if agent is not None and agent.status != "idle":
@@ -249,12 +250,14 @@ class Checkpoints(Service):
             restored = await self._restore(
                 session, plan(changes), turn, reverts=None, force=force, rewound_to=new_id
             )
-            header = SessionHeader(
-                new_id,
-                time.time(),
-                session.header.cwd,
-                {**session.header.meta, "rewound_from": {"session": session.id, "turn": turn}},
+            original = session.header.meta
+            rewound = {"session": new_id, "turn": turn}
+            self.home_ctx.sessions.amend_meta(
+                session.id, {"rewound_to": [*original.get("rewound_to", ()), rewound]}
             )
+            meta = {key: value for key, value in original.items() if key != "rewound_to"}
+            meta["rewound_from"] = {"session": session.id, "turn": turn}
+            header = SessionHeader(new_id, time.time(), session.header.cwd, meta)
             seeded = Session(header, list(session.events[:start]))
         if agent is None:
             return Rewound(restored, seeded, None)

@@ -10,6 +10,7 @@ import pytest
 
 from dsh.testing import run_turn, write_deployment
 from dsh_checkpoints._cli import gc_command, rewind_command
+from dsh_session._cli import command as sessions_command
 from dsh_session_jsonl import JsonlSessions
 from tests.plugins.checkpoints.ckpt_support import runtime, write_turn
 
@@ -74,6 +75,11 @@ def test_rewind_from_the_shell_then_collect(
     assert f"rewound session {session_id} to before turn 2: new session {new_id}" in out
     stored = (tmp_path / "sessions" / new_id / "session.jsonl").read_text()
     assert '"rewound_from"' in stored
+    # `dsh sessions` shows the link both ways.
+    assert invoke(sessions_command, [str(file)]) == 0
+    listing = capsys.readouterr().out
+    assert f"rewound to {new_id} (before turn 2)" in listing
+    assert f"rewound from {session_id} (before turn 2)" in listing
     monkeypatch.chdir(workspace)
     assert invoke(gc_command, ["gc", str(file)]) == 0
     assert "removed" in capsys.readouterr().out
