@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ._capture import OutputSlice, SpillFolder, StreamCapture
 from ._errors import BashArgumentError, BashError, BashSpawnError, BashUnavailableError
-from ._service import Bash, BashConfig
+from ._service import Bash, BashConfig, BeforeRun
 from ._types import (
     BashExecutor,
     BashRequest,
@@ -35,6 +35,7 @@ __all__ = [
     "BashSandbox",
     "BashSpawnError",
     "BashUnavailableError",
+    "BeforeRun",
     "OutputSlice",
     "SpillFolder",
     "StreamCapture",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict
 
@@ -11,7 +11,10 @@ from dsh import Context, Disposer, Service
 from ._errors import BashArgumentError, BashError, BashUnavailableError
 from ._types import BashExecutor, BashRequest, BashResult
 
-__all__ = ["Bash", "BashConfig"]
+__all__ = ["Bash", "BashConfig", "BeforeRun"]
+
+#: Awaited with each request after its checks passed, before the executor runs it.
+BeforeRun = Callable[[BashRequest], Awaitable[None]]
 
 
 class BashConfig(BaseModel):
@@ -35,6 +38,7 @@ class Bash(Service):
     def __init__(self, ctx: Context, config: BashConfig) -> None:
         super().__init__(ctx, config)
         self._executors: list[BashExecutor] = []
+        self._before: list[BeforeRun] = []
 
     @property
     def executor(self) -> BashExecutor | None:
@@ -63,6 +67,18 @@ class Bash(Service):
             yield self._executors.clear
 
         return self.ctx.effect(body, label="bash executor")
+
+    def add_before_run(self, hook: BeforeRun) -> Disposer:
+        """Await ``hook(request)`` before each command runs, after its checks passed, while
+        the caller lives (in the order added); returns the exact disposer. An error it
+        raises is the run's: the command does not start."""
+        hooks = self._before
+
+        def body() -> Iterator[Callable[[], None]]:
+            hooks.append(hook)
+            yield lambda: hooks.remove(hook)
+
+        return self.ctx.effect(body, label="bash before-run hook")
 
     def check(self, request: BashRequest) -> BashExecutor:
         """The executor that would run ``request``; raises what :meth:`run` would raise
@@ -95,4 +111,6 @@ class Bash(Service):
         kills the command's process group and propagates; spawn failures raise
         :class:`~dsh_bash.BashSpawnError`. A non-zero exit is a normal result."""
         executor = self.check(request)
+        for hook in list(self._before):
+            await hook(request)
         return await executor.run(request)

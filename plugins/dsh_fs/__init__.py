@@ -27,6 +27,8 @@ from ._service import TEXT_PROBE, Filesystem, FilesystemConfig, session_cwd
 from ._types import (
     Approve,
     Change,
+    Commit,
+    CommitHook,
     FileEntry,
     FileText,
     FsBackend,
@@ -47,6 +49,8 @@ __all__ = [
     "TEXT_PROBE",
     "Approve",
     "Change",
+    "Commit",
+    "CommitHook",
     "FileEntry",
     "FileText",
     "Filesystem",

@@ -27,6 +27,8 @@ from ._glob import compile_glob, split_glob
 from ._types import (
     Approve,
     Change,
+    Commit,
+    CommitHook,
     FileText,
     FsBackend,
     FsPolicy,
@@ -95,6 +97,7 @@ class Filesystem(Service):
         self._backend: list[tuple[FsBackend, str]] = []
         self._policy: list[tuple[FsPolicy, str]] = []
         self._locks: dict[str, _Lock] = {}
+        self._hooks: list[CommitHook] = []
 
     # -- wiring -------------------------------------------------------------------------
 
@@ -128,6 +131,22 @@ class Filesystem(Service):
             yield slot.clear
 
         return self.ctx.effect(body, label=f"fs {what}")
+
+    def add_commit_hook(self, hook: CommitHook) -> Disposer:
+        """Call ``await hook(Commit(...))`` before each replace while the caller lives
+        (hooks run in the order they were added); returns the exact disposer.
+
+        A hook runs holding the target's lock, after every check passed, just before
+        the backend replaces the file: it sees the exact bytes being replaced. An error
+        it raises refuses the write (nothing is replaced, later hooks do not run).
+        """
+        hooks = self._hooks
+
+        def body() -> Iterator[Callable[[], None]]:
+            hooks.append(hook)
+            yield lambda: hooks.remove(hook)
+
+        return self.ctx.effect(body, label="fs commit hook")
 
     @property
     def backend(self) -> FsBackend | None:
@@ -256,9 +275,14 @@ class Filesystem(Service):
                 backend.check_write(moved, call)
                 raise FsStaleVersionError(stale_message(target), target)
             current = await backend.read_bytes(target)
-            _check(precondition, target, _version(current), "write")
+            previous = _version(current)
+            _check(precondition, target, previous, "write")
+            version = Version.of(data)
+            if self._hooks:
+                commit = Commit(target, current, previous, data, version, call)
+                for hook in list(self._hooks):
+                    await hook(commit)
             await backend.replace(target, data, call)
-        version = Version.of(data)
         policy = self.policy
         if policy is not None:
             policy.written(target, version, call)

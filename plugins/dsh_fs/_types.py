@@ -11,6 +11,8 @@ from typing import Any, Literal, Protocol
 __all__ = [
     "Approve",
     "Change",
+    "Commit",
+    "CommitHook",
     "FileEntry",
     "FileText",
     "FsBackend",
@@ -79,6 +81,24 @@ class Change:
 
 #: Asked after every check passed and before anything is written; raising refuses.
 Approve = Callable[[Change], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A replace about to happen, as a commit hook sees it: the canonical ``target``,
+    its current bytes and version (``None``: it does not exist), the bytes that will
+    replace them and their version, and the ``call`` acted for."""
+
+    target: str
+    before: bytes | None
+    before_version: Version | None
+    after: bytes
+    after_version: Version
+    call: Any
+
+
+#: Called under the target's lock just before the replace; raising refuses the write.
+CommitHook = Callable[[Commit], Awaitable[None]]
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ._describe import TITLE_CHARS, describe_session, short_title
 from ._event import OpaqueEvent, SessionError, SessionEvent
+from ._meta import META_EVENT, fold_meta
 from ._packed import CHUNKS_ROW, ChunkRun, EventLog
 from ._paths import directory_problem, path_error, store_path
 from ._persistence import (
@@ -55,6 +56,7 @@ __all__ = [
     "DURABLE_EVENTS",
     "EVENT_TYPE",
     "EVENT_TYPES",
+    "META_EVENT",
     "SESSION_ID",
     "TITLE_CHARS",
     "Checked",
@@ -90,6 +92,7 @@ __all__ = [
     "check_session_id",
     "describe_session",
     "directory_problem",
+    "fold_meta",
     "message_of",
     "path_error",
     "plugin",

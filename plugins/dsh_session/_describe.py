@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
+from typing import Any
 
 from dsh import counted
 
@@ -23,7 +25,8 @@ def short_title(text: str, limit: int = TITLE_CHARS) -> str:
 
 def describe_session(item: StoredSession) -> str:
     """One line of ``dsh sessions``: id, last activity, turns, tokens, agent, model,
-    cwd, and the title (the first user message, shortened)."""
+    cwd, the sessions it was rewound from and to (``/rewind``), and the title (the
+    first user message, shortened)."""
     if item.error is not None:
         return f"{item.id}  unreadable: {item.error}"
     when = "-" if item.last_activity is None else _local_time(item.last_activity)
@@ -40,12 +43,27 @@ def describe_session(item: StoredSession) -> str:
     ]
     if item.cwd:
         parts.append(f"cwd {item.cwd}")
+    source = _named(meta.get("rewound_from"))
+    if source:
+        parts.append(f"rewound from {source}")
+    targets = meta.get("rewound_to")
+    named = [_named(t) for t in targets] if isinstance(targets, list) else []
+    if any(named):
+        parts.append(f"rewound to {', '.join(n for n in named if n)}")
     if item.open:
         parts.append("last turn interrupted (closed on resume)")
     title = short_title(item.title or "")
     if title:
         parts.append(f'"{title}"')
     return "  ".join(parts)
+
+
+def _named(link: Any) -> str:
+    """``<session> (before turn N)`` for a ``{session, turn}`` link of the header's
+    meta; empty for anything else."""
+    if not isinstance(link, Mapping) or not isinstance(link.get("session"), str):
+        return ""
+    return f"{link['session']} (before turn {link.get('turn')})"
 
 
 def _local_time(timestamp: float) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import uuid
@@ -14,6 +15,7 @@ from dsh import Context, Disposer, Fiber, Service, counted, hookspec
 from dsh_llm import Usage
 
 from ._event import SessionError, SessionEvent
+from ._meta import META_EVENT, checked_patch
 from ._packed import EventLog
 from ._persistence import DURABLE_EVENTS, Lease, SessionInUseError, check_session_id
 from ._session import EVENT_TYPE, EVENT_TYPES, Session, SessionHeader
@@ -142,11 +144,12 @@ class Sessions(Service):
         super().__init__(ctx, config)
         self._bus = ctx.events
         self._live: dict[str, Session] = {}
-        #: Event types plugins declared, with how many declarations hold each.
-        self._declared: dict[str, int] = {}
-        #: The durable types: the built-in ones (held for good), and the declared types
-        #: with how many durable declarations hold each.
-        self._durable: dict[str, int] = dict.fromkeys(DURABLE_EVENTS, 1)
+        #: Event types plugins declared, with how many declarations hold each; the
+        #: store's own ``session/meta`` is held for good (see :meth:`amend_meta`).
+        self._declared: dict[str, int] = {META_EVENT: 1}
+        #: The durable types: the built-in ones and ``session/meta`` (held for good),
+        #: and the declared types with how many durable declarations hold each.
+        self._durable: dict[str, int] = dict.fromkeys((*DURABLE_EVENTS, META_EVENT), 1)
         #: The fiber of the persistence backend that persists this store's sessions.
         self._backend: Fiber | None = None
 
@@ -274,6 +277,27 @@ class Sessions(Service):
         unsaved: list[UnsavedRecords] = []
         self.home_ctx.emit("session/flush", session, unsaved, scope=session._scope)
         return unsaved
+
+    def amend_meta(self, session_id: str, patch: Mapping[str, Any]) -> SessionHeader:
+        """Amend the header of the live session ``session_id``: the keys of ``patch``
+        replace those of its ``meta``. Returns the header now in effect.
+
+        The amendment is a durable ``session/meta`` record appended to the session
+        (its store commits it before this returns); every reader of the stored header
+        folds it in (``load``, ``resume``, ``snapshot``, ``stored()``). Raises
+        :class:`SessionError` when the session is not live in this store, and when
+        ``patch`` is empty, has a key that is not a string or is not JSON data.
+        """
+        session = self._live.get(session_id)
+        if session is None:
+            raise SessionError(
+                f'session "{session_id}" is not live in this store: resume it to amend its header'
+            )
+        checked = checked_patch(session_id, patch)
+        header = session.header
+        session.header = dataclasses.replace(header, meta={**header.meta, **checked})
+        session.append(META_EVENT, {"session": session_id, "meta": checked})
+        return session.header
 
     def durable_types(self) -> AbstractSet[str]:
         """The event types a persistence backend makes durable before ``append``

@@ -19,6 +19,7 @@ import anyio
 
 from dsh import Context, Plugin
 
+from ._meta import fold_meta
 from ._packed import EventLog
 from ._persistence import Lease, SessionInUseError, check_session_id
 from ._session import Session, SessionHeader
@@ -211,8 +212,9 @@ class StorePlugin(Plugin, Generic[LogT]):
             return None
         for note in loaded.notes:
             self.logger.warning("%s", note)
-        self._loaded[session_id] = (loaded.header, loaded.kept)
-        return loaded.header, loaded.events
+        header = fold_meta(loaded.header, loaded.events.rows())
+        self._loaded[session_id] = (header, loaded.kept)
+        return header, loaded.events
 
     def _stored(self, found: list[StoredSession]) -> None:
         found.extend(self.list_sessions())
@@ -228,7 +230,11 @@ class StorePlugin(Plugin, Generic[LogT]):
         return lease
 
     async def _snapshot(self, session_id: str) -> tuple[SessionHeader, EventLog] | None:
-        return await anyio.to_thread.run_sync(self.read_snapshot, session_id)
+        stored = await anyio.to_thread.run_sync(self.read_snapshot, session_id)
+        if stored is None:
+            return None
+        header, events = stored
+        return fold_meta(header, events.rows()), events
 
     def _close_all(self) -> Awaitable[None] | None:
         """Close every log, once no turn is being written to a session it holds.

@@ -9,6 +9,7 @@ from typing import BinaryIO
 from dsh import DshError
 from dsh_llm import LlmFormatError, Message, Usage, add_usage
 from dsh_session import (
+    META_EVENT,
     ChunkRun,
     LogDamage,
     OpaqueEvent,
@@ -16,6 +17,7 @@ from dsh_session import (
     SessionReadError,
     SessionSummary,
     check_log,
+    fold_meta,
     recent_first,
 )
 
@@ -36,6 +38,7 @@ _TAIL = 1 << 16
 _USER = b'"user/message"'
 _ASSISTANT = b'"assistant/message"'
 _USAGE = b'"usage"'
+_META = b'"session/meta"'
 #: The longest title kept (``dsh sessions`` shortens it further).
 TITLE_CHARS = 200
 
@@ -69,25 +72,35 @@ def _last_events(
         block *= 4
 
 
-def _scan(file: BinaryIO, start: int, size: int) -> tuple[str | None, Usage | None]:
-    """The title and the summed usage of the records between ``start`` and ``size``,
-    reading forward; lines that do not parse are skipped."""
+def _scan(
+    file: BinaryIO, start: int, size: int
+) -> tuple[str | None, Usage | None, list[SessionEvent]]:
+    """The title, the summed usage and the header amendments (``session/meta``) of the
+    records between ``start`` and ``size``, reading forward; lines that do not parse
+    are skipped."""
     file.seek(start)
     title: str | None = None
     usage: Usage | None = None
+    amendments: list[SessionEvent] = []
     position = start
     for line in file:
         position += len(line)
         if position > size:
             break
-        if not ((title is None and _USER in line) or (_ASSISTANT in line and _USAGE in line)):
+        if not (
+            (title is None and _USER in line)
+            or (_ASSISTANT in line and _USAGE in line)
+            or _META in line
+        ):
             continue
         try:
             event = parse_event(line)
         except InvalidRecord:
             continue
         data = event.data
-        if event.type == "user/message" and title is None:
+        if event.type == META_EVENT:
+            amendments.append(event)
+        elif event.type == "user/message" and title is None:
             title = Message.from_json(data["message"]).text[:TITLE_CHARS]
         elif event.type == "assistant/message" and "usage" in data:
             try:
@@ -95,7 +108,7 @@ def _scan(file: BinaryIO, start: int, size: int) -> tuple[str | None, Usage | No
             except LlmFormatError:
                 continue
             usage = more if usage is None else add_usage(usage, more)
-    return title, usage
+    return title, usage, amendments
 
 
 def _damage(file: BinaryIO, start: int, size: int) -> str | None:
@@ -125,11 +138,12 @@ def _summarize(session_id: str, path: Path) -> SessionSummary | None:
             if damage is not None:
                 return SessionSummary(session_id, path, error=f"{path}: {damage}")
             last, latest = _last_events(file, len(first), size)
-            title, usage = _scan(file, len(first), size)
+            title, usage, amendments = _scan(file, len(first), size)
     except FileNotFoundError:
         return None
     except (OSError, DshError) as exc:
         return SessionSummary(session_id, path, error=str(exc))
+    header = fold_meta(header, amendments)
     return SessionSummary.of(path, header, last, title=title, usage=usage, latest=latest)
 
 

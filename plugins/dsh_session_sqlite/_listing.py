@@ -13,6 +13,7 @@ from typing import Any
 from dsh_llm import LlmFormatError, Message, Usage, add_usage
 from dsh_session import (
     EVENT_TYPES,
+    META_EVENT,
     SESSION_ID,
     ChunkRun,
     EventLog,
@@ -26,6 +27,7 @@ from dsh_session import (
     check_event,
     check_log,
     check_session_id,
+    fold_meta,
     recent_first,
 )
 
@@ -72,6 +74,7 @@ def _summarize(connection: sqlite3.Connection, path: Path, row: tuple[Any, ...])
             last = event
             break
     title, usage = _title_and_usage(connection, key)
+    header = fold_meta(header, _events(connection, key, f"type = '{META_EVENT}'"))
     return SessionSummary.of(path, header, last, title=title, usage=usage, latest=latest)
 
 

@@ -14,6 +14,7 @@ from dsh_llm import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from dsh_session import (
     COMMIT_EVENTS,
     EVENT_TYPES,
+    META_EVENT,
     EventLog,
     Session,
     SessionError,
@@ -516,13 +517,13 @@ async def test_a_declared_event_type_is_recorded_while_its_declaration_lives() -
         with pytest.raises(SessionError, match='unknown session event type "todo/write"'):
             session.append("todo/write", {"todos": []})
         declared = sessions.declare_event_types("todo/write", "usage/step")
-        assert sessions.event_types() == EVENT_TYPES | {"todo/write", "usage/step"}
+        assert sessions.event_types() == EVENT_TYPES | {META_EVENT, "todo/write", "usage/step"}
         event = session.append("todo/write", {"todos": []})
         assert heard.events[-1] == (session, event)
         with pytest.raises(SessionError, match=r"known types: .*step/start, todo/write, tool/call"):
             session.append("todo/read", {})
         await declared()
-        assert sessions.event_types() == EVENT_TYPES
+        assert sessions.event_types() == EVENT_TYPES | {META_EVENT}
         with pytest.raises(SessionError, match="unknown session event type"):
             session.append("todo/write", {"todos": []})
         assert [e.type for e in session.events] == ["todo/write"]
@@ -536,7 +537,7 @@ async def test_a_type_stays_declared_until_its_last_declaration_goes() -> None:
         await first()
         session.append("todo/write", {"todos": []})
         await second()
-        assert sessions._declared == {}
+        assert sessions._declared == {META_EVENT: 1}  # the store's own, held for good
 
 
 async def test_declarations_go_with_the_plugin_that_made_them() -> None:
@@ -551,7 +552,7 @@ async def test_declarations_go_with_the_plugin_that_made_them() -> None:
         fiber = await root.plugin(Todo)
         assert "todo/write" in sessions.event_types()
         await fiber.dispose()
-        assert sessions._declared == {}
+        assert sessions._declared == {META_EVENT: 1}
 
 
 async def test_a_session_outside_the_store_knows_only_the_built_in_types() -> None:
@@ -583,4 +584,4 @@ async def test_bad_declarations_declare_nothing(types: tuple[Any, ...], message:
     async with store() as (_, sessions, _):
         with pytest.raises(SessionError, match=message):
             sessions.declare_event_types(*types)
-        assert sessions._declared == {}
+        assert sessions._declared == {META_EVENT: 1}

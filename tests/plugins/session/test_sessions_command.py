@@ -187,3 +187,29 @@ def test_continue_after_a_turn_that_got_no_answer_with_another_model(
         "conversation (send it again if you still want it): 'echo lost'"
     ) in captured.err
     assert captured.err.endswith(f"session: {session_id}\n")
+
+
+def test_sessions_describe_the_sessions_a_rewind_links() -> None:
+    item = SimpleNamespace(
+        id="s2",
+        error=None,
+        last_activity=None,
+        meta={
+            "rewound_from": {"session": "s1", "turn": 3},
+            "rewound_to": [{"session": "s3", "turn": 1}, "junk", {"session": 4}],
+        },
+        turns=0,
+        cwd=None,
+        open=False,
+        title=None,
+        usage=None,
+    )
+    assert describe_session(item) == (
+        "s2  -  0 turns  tokens -  agent -  model -  rewound from s1 (before turn 3)  "
+        "rewound to s3 (before turn 1)"
+    )
+    # Links that are not {session, turn} (another writer's meta) are left out.
+    item.meta = {"rewound_from": "s1", "rewound_to": {"session": "s3"}}
+    assert describe_session(item) == "s2  -  0 turns  tokens -  agent -  model -"
+    item.meta = {"rewound_to": ["junk"]}
+    assert describe_session(item) == "s2  -  0 turns  tokens -  agent -  model -"

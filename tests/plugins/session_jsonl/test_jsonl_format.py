@@ -307,5 +307,5 @@ def test_the_listing_scan_stops_at_the_size_it_was_given(tmp_path: Path) -> None
     path = tmp_path / "log"
     path.write_bytes(first + first)
     with path.open("rb") as file:
-        assert _scan(file, 0, len(first) - 1) == (None, None)  # a record still being written
-        assert _scan(file, 0, len(first)) == ("hi", None)
+        assert _scan(file, 0, len(first) - 1) == (None, None, [])  # a record still being written
+        assert _scan(file, 0, len(first)) == ("hi", None, [])
