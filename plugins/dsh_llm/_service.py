@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from contextlib import aclosing
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from dsh import Disposer, DshError, DuplicateNameError, Fiber, Service, hookspec
 
+from ._assembler import AssembledMessage, BlockAssembler
 from ._types import Chunk, Finish, LlmError, LlmFailure, LlmRequest
 
 __all__ = [
@@ -22,6 +25,8 @@ __all__ = [
     "LlmRequestError",
     "LlmSpecs",
 ]
+
+_log = logging.getLogger("dsh.llm")
 
 
 class AdapterRegistrationError(DshError, ValueError):
@@ -81,6 +86,20 @@ class LlmSpecs:
         raise NotImplementedError
 
     @hookspec
+    def llm_start(self, request: LlmRequest, provider: str) -> None:
+        """A request reaches its adapter (after the ``llm/request`` waterfall):
+        ``provider`` is the adapter's ``provider`` attribute when it is a string, else
+        the name of the plugin that registered it (``""``: no adapter serves the
+        model). Observers only: a listener's failure is logged."""
+
+    @hookspec
+    def llm_response(self, request: LlmRequest, result: AssembledMessage | None) -> None:
+        """The stream of ``request`` (the one ``llm/start`` saw) ended: ``result`` is
+        what it produced, assembled (its ``finish`` carries a failure), or None when
+        the stream was cancelled or closed before its end, or its chunks contradict
+        themselves. Observers only: a listener's failure is logged."""
+
+    @hookspec
     def llm_adapters_change(self) -> None:
         """An adapter was registered or removed."""
 
@@ -105,6 +124,9 @@ class Llm(Service):
         self._owners: dict[str, Fiber] = {}
         #: The llm/request waterfall, looked up once: a stream skips it when unheard.
         self._on_request = ctx.events.event("llm/request")
+        #: The observers of each stream, looked up once the same way.
+        self._on_start = ctx.events.event("llm/start")
+        self._on_response = ctx.events.event("llm/response")
 
     def models(self) -> list[str]:
         """The model names some adapter serves, sorted."""
@@ -213,6 +235,46 @@ class Llm(Service):
                     f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
                 )
         adapter = self._routes.get(request.model)
+        if self._on_start.listeners():
+            self._observe("llm/start", request, self._provider(request.model, adapter))
+        if not self._on_response.listeners():
+            async with aclosing(self._answer(request, adapter)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+            return
+        assembler: BlockAssembler | None = BlockAssembler()
+        result: AssembledMessage | None = None
+        try:
+            async with aclosing(self._answer(request, adapter)) as observed:
+                async for chunk in observed:
+                    if assembler is not None:
+                        try:
+                            assembler.push(chunk)
+                        except DshError:  # the consumer's assembler reports it
+                            assembler = None
+                    yield chunk
+            result = None if assembler is None else assembler.result()
+        finally:
+            self._observe("llm/response", request, result)
+
+    def _provider(self, model: str, adapter: LlmAdapter | None) -> str:
+        """What ``llm/start`` names the provider of ``model``."""
+        if adapter is None:
+            return ""
+        named = getattr(adapter, "provider", None)
+        return named if isinstance(named, str) else self._owners[model].name
+
+    def _observe(self, event: str, *args: Any) -> None:
+        # Observers never break a stream: their failures are logged.
+        try:
+            self.home_ctx.emit(event, *args)
+        except Exception as exc:
+            _log.error("a listener of %s failed", event, exc_info=exc)
+
+    async def _answer(
+        self, request: LlmRequest, adapter: LlmAdapter | None
+    ) -> AsyncGenerator[Chunk, None]:
+        """The chunks of ``adapter`` for ``request``, failures made ``Finish`` chunks."""
         if adapter is None:
             known = ", ".join(self.models()) or "(none)"
             yield Finish(
