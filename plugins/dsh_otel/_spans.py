@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -67,7 +68,8 @@ def tracer_provider(
 
 def _processor(config: OtelConfig) -> SpanProcessor:
     if config.exporter == "console":
-        return SimpleSpanProcessor(ConsoleSpanExporter())
+        # The stdout of now (the exporter's default is the one of its import).
+        return SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stdout))
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return BatchSpanProcessor(OTLPSpanExporter(endpoint=config.endpoint, headers=config.headers))

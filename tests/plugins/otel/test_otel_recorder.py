@@ -1,0 +1,92 @@
+"""``SpanRecorder`` on its own: requests outside any turn, events it has no span for,
+listeners that get what they cannot read (they log, never raise), message parts."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from dsh.testing import capture_logs, errors_logged
+from dsh_llm import LlmRequest, Message, ReasoningBlock, TextBlock
+from dsh_otel._spans import SpanRecorder, message_parts
+from tests.plugins.otel.otel_support import Spans
+
+
+def recorder(capture_content: bool = False) -> tuple[Spans, SpanRecorder]:
+    spans = Spans()
+    return spans, SpanRecorder(spans.provider, capture_content=capture_content)
+
+
+def event(type_: str, **data: object) -> SimpleNamespace:
+    return SimpleNamespace(type=type_, data=data)
+
+
+def test_a_request_outside_any_turn_is_a_root_chat_span() -> None:
+    spans, record = recorder(capture_content=True)
+    plain = LlmRequest(model="m", messages=(Message.user("hi"),), max_tokens=5)
+    in_session = LlmRequest(model="m", messages=(), session_id="s1")
+    record.llm_start(plain, "llm-anthropic")
+    record.llm_start(in_session, "")
+    record.llm_response(plain, None)
+    record.llm_response(in_session, None)
+    first, second = spans.all()
+    assert first.parent is None
+    assert second.parent is None
+    assert first.attributes is not None
+    assert first.attributes["gen_ai.provider.name"] == "anthropic"
+    assert first.attributes["gen_ai.request.max_tokens"] == 5
+    assert "gen_ai.conversation.id" not in first.attributes
+    assert "gen_ai.system_instructions" not in first.attributes
+    assert second.attributes is not None
+    assert second.attributes["gen_ai.provider.name"] == "unknown"
+    assert second.attributes["gen_ai.conversation.id"] == "s1"
+
+
+def test_the_system_prompt_is_content() -> None:
+    spans, record = recorder(capture_content=True)
+    request = LlmRequest(model="m", messages=(), system="be brief")
+    record.llm_start(request, "p")
+    record.llm_response(request, None)
+    (span,) = spans.all()
+    assert span.attributes is not None
+    assert json.loads(str(span.attributes["gen_ai.system_instructions"])) == [
+        {"type": "text", "content": "be brief"}
+    ]
+
+
+def test_events_without_an_open_span_are_ignored() -> None:
+    spans, record = recorder()
+    session = SimpleNamespace(id="s1")
+    record.session_event(session, event("turn/end", turn=1, reason={"kind": "completed"}))
+    record.session_event(session, event("tool/result", call_id="c1", content="x"))
+    record.session_event(session, event("assistant/message"))
+    record.llm_response(LlmRequest(model="m", messages=()), None)
+    assert spans.all() == ()
+
+
+def test_a_listener_that_cannot_read_its_event_logs_and_does_not_raise() -> None:
+    spans, record = recorder()
+    with capture_logs() as logs:
+        record.session_event(object(), event("turn/start", turn=1))
+        record.tool_before(object())
+    assert [r.getMessage() for r in errors_logged(logs)] == [
+        "recording a span for turn/start failed",
+        "recording the span of a tool call failed",
+    ]
+    assert spans.all() == ()
+
+
+def test_close_ends_what_is_open() -> None:
+    spans, record = recorder()
+    record.llm_start(LlmRequest(model="m", messages=()), "p")
+    record.close()
+    record.close()
+    assert [span.name for span in spans.all()] == ["chat m"]
+
+
+def test_message_parts_follow_the_conventions_shape() -> None:
+    message = Message("assistant", (ReasoningBlock("think"), TextBlock("say")))
+    assert message_parts(message) == {
+        "role": "assistant",
+        "parts": [{"type": "reasoning", "content": "think"}, {"type": "text", "content": "say"}],
+    }
