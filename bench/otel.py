@@ -11,7 +11,7 @@ span and one ``execute_tool`` span (the turn adds one ``invoke_agent``). The cas
   first row;
 * ``otel`` on, its spans going to the SDK's ``InMemorySpanExporter`` through a
   ``SimpleSpanProcessor`` (the host application's provider): the goal is at most
-  1.15× the first row;
+  1.15 times the first row;
 * the same with ``capture_content: true`` (every request's history serialized).
 """
 
@@ -104,7 +104,7 @@ def main() -> None:
     base = totals["without the plugin"]
     print(f"\nA turn of {STEPS} tool steps, end to end  [µs per step, median]")
     for name, us in totals.items():
-        print(f"  {name:<28}{us:>10.2f}  ({us / base:.3f}×)")
+        print(f"  {name:<28}{us:>10.2f}  (x{us / base:.3f})")
 
 
 if __name__ == "__main__":
