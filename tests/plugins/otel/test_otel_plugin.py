@@ -7,6 +7,7 @@ import http.server
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -14,8 +15,8 @@ import pytest
 from opentelemetry import trace
 
 import dsh_otel
-from dsh import ConfigError, Context, PluginLoadError
-from dsh.testing import Mark, ScriptedModel, Wait, run_turn
+from dsh import ConfigError, Context, PluginLoadError, load_deployment
+from dsh.testing import Mark, ScriptedModel, Wait, run_turn, write_deployment
 from dsh_agent_core import AgentCore
 from dsh_otel import Otel, OtelConfig
 from tests.plugins.otel.otel_support import Spans
@@ -183,3 +184,33 @@ def test_the_package_exports_the_plugin() -> None:
         "service_name": "dsh",
         "capture_content": False,
     }
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_yaml_deployment_exports_with_headers_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    collector: tuple[str, list[tuple[str, dict[str, str], bytes]]],
+) -> None:
+    endpoint, received = collector
+    no_host(monkeypatch)
+    monkeypatch.setenv("DSH_TEST_OTEL_KEY", "from-env")
+    path = write_deployment(
+        tmp_path,
+        f"""\
+        - {{id: core, name: agent-core, config: {{model: m}}}}
+        - id: otel
+          name: otel
+          config:
+            endpoint: {endpoint}
+            headers: {{x-api-key: !env DSH_TEST_OTEL_KEY}}
+        """,
+    )
+    async with Context() as root:
+        await load_deployment(path, root)
+        model = ScriptedModel("hi", models=["m"])
+        model.install(root)
+        await run_turn(root.agents.get("main"), "go")
+    ((_, headers, body),) = received
+    assert headers["x-api-key"] == "from-env"
+    assert b"invoke_agent main" in body
