@@ -201,35 +201,44 @@ async def test_an_aborted_turn_ends_its_spans_and_the_stream_reads_cancelled(
     assert turn.attributes["dsh.turn.end"] == "aborted"
 
 
+def delegate(call_id: str, prompt: str) -> Any:
+    return tool_call("subagent", {"description": "d", "prompt": prompt}, id=call_id)
+
+
 async def test_a_subagents_turn_is_under_its_parents_tool_span(host_spans: Spans) -> None:
     async with subagent_rig() as r:
         await r.root.plugin(Otel)
-        r.route(
-            [
-                tool_calls(tool_call("subagent", {"description": "d", "prompt": "look"}, id="d1")),
-                "parent done",
-            ],
-            ["child done"],
-        )
+        r.route([tool_calls(delegate("d1", "look")), "parent done", "again"], ["child done"])
         assert await run_turn(r.main, "delegate") == {"kind": "completed"}
-    parent = host_spans.one("invoke_agent main")
+        # The parent's next turn is a root again: the tool span it ran under ended.
+        assert await run_turn(r.main, "more") == {"kind": "completed"}
+    first, second = host_spans.named("invoke_agent main")
     (call,) = host_spans.named("execute_tool subagent")
     (child,) = [s for s in host_spans.all() if s.name.startswith("invoke_agent spawn-")]
-    assert parent_of(call) == span_id(parent)
+    assert parent_of(call) == span_id(first)
     assert parent_of(child) == span_id(call)
-    assert trace_id(child) == trace_id(parent)
+    assert trace_id(child) == trace_id(first)
     child_chats = [s for s in host_spans.named("chat scripted") if parent_of(s) == span_id(child)]
     assert len(child_chats) == 1
-    # The parent's later turn is a root again: the tool span it ran under has ended.
+    assert second.parent is None
+    assert trace_id(second) != trace_id(first)
+
+
+async def test_concurrent_subagents_each_go_under_their_own_call(host_spans: Spans) -> None:
     async with subagent_rig() as r:
         await r.root.plugin(Otel)
-        r.route(["one", "two"])
-        await run_turn(r.main, "a")
-        await run_turn(r.main, "b")
-    assert [s.parent for s in host_spans.all()[-4:] if s.name == "invoke_agent main"] == [
-        None,
-        None,
-    ]
+        r.route(
+            [tool_calls(delegate("d1", "one"), delegate("d2", "two")), "parent done"],
+            ["child done", "child done"],
+        )
+        assert await run_turn(r.main, "delegate") == {"kind": "completed"}
+    calls = {
+        s.attributes["gen_ai.tool.call.id"]: s
+        for s in host_spans.named("execute_tool subagent")
+        if s.attributes is not None
+    }
+    children = [s for s in host_spans.all() if s.name.startswith("invoke_agent spawn-")]
+    assert sorted(parent_of(s) for s in children) == sorted(span_id(s) for s in calls.values())
 
 
 async def test_a_fleet_tasks_turn_is_the_root_of_its_trace_with_the_task_id(
