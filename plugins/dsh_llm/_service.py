@@ -210,7 +210,7 @@ class Llm(Service):
             del self._owners[name]
         self.home_ctx.emit("llm/adapters-change")
 
-    async def stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
+    def stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
         """Stream the answer to ``request``.
 
         The ``llm/request`` waterfall sees the request first and may replace it; the
@@ -222,6 +222,34 @@ class Llm(Service):
         waterfall's listeners. Consume it with ``contextlib.aclosing``: closing the
         stream early closes the adapter's stream too.
         """
+        if self._on_response.listeners():
+            return self._observed(request)
+        return self._stream(request, None)
+
+    async def _observed(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
+        """:meth:`_stream`, its chunks assembled for ``llm/response`` on the way."""
+        sent: list[LlmRequest] = []
+        assembler: BlockAssembler | None = BlockAssembler()
+        result: AssembledMessage | None = None
+        try:
+            async with aclosing(self._stream(request, sent)) as chunks:
+                async for chunk in chunks:
+                    if assembler is not None:
+                        try:
+                            assembler.push(chunk)
+                        except DshError:  # the consumer's assembler reports it
+                            assembler = None
+                    yield chunk
+            result = None if assembler is None else assembler.result()
+        finally:
+            if sent:  # the waterfall settled the request an adapter was asked for
+                self._observe("llm/response", sent[0], result)
+
+    async def _stream(
+        self, request: LlmRequest, sent: list[LlmRequest] | None
+    ) -> AsyncGenerator[Chunk, None]:
+        """The stream of :meth:`stream`; the request the waterfall settled is appended
+        to ``sent`` (when given)."""
         given: object = request
         if not isinstance(given, LlmRequest):
             raise LlmRequestError(
@@ -235,46 +263,10 @@ class Llm(Service):
                     f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
                 )
         adapter = self._routes.get(request.model)
+        if sent is not None:
+            sent.append(request)
         if self._on_start.listeners():
             self._observe("llm/start", request, self._provider(request.model, adapter))
-        if not self._on_response.listeners():
-            async with aclosing(self._answer(request, adapter)) as chunks:
-                async for chunk in chunks:
-                    yield chunk
-            return
-        assembler: BlockAssembler | None = BlockAssembler()
-        result: AssembledMessage | None = None
-        try:
-            async with aclosing(self._answer(request, adapter)) as observed:
-                async for chunk in observed:
-                    if assembler is not None:
-                        try:
-                            assembler.push(chunk)
-                        except DshError:  # the consumer's assembler reports it
-                            assembler = None
-                    yield chunk
-            result = None if assembler is None else assembler.result()
-        finally:
-            self._observe("llm/response", request, result)
-
-    def _provider(self, model: str, adapter: LlmAdapter | None) -> str:
-        """What ``llm/start`` names the provider of ``model``."""
-        if adapter is None:
-            return ""
-        named = getattr(adapter, "provider", None)
-        return named if isinstance(named, str) else self._owners[model].name
-
-    def _observe(self, event: str, *args: Any) -> None:
-        # Observers never break a stream: their failures are logged.
-        try:
-            self.home_ctx.emit(event, *args)
-        except Exception as exc:
-            _log.error("a listener of %s failed", event, exc_info=exc)
-
-    async def _answer(
-        self, request: LlmRequest, adapter: LlmAdapter | None
-    ) -> AsyncGenerator[Chunk, None]:
-        """The chunks of ``adapter`` for ``request``, failures made ``Finish`` chunks."""
         if adapter is None:
             known = ", ".join(self.models()) or "(none)"
             yield Finish(
@@ -300,3 +292,17 @@ class Llm(Service):
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+    def _provider(self, model: str, adapter: LlmAdapter | None) -> str:
+        """What ``llm/start`` names the provider of ``model``."""
+        if adapter is None:
+            return ""
+        named = getattr(adapter, "provider", None)
+        return named if isinstance(named, str) else self._owners[model].name
+
+    def _observe(self, event: str, *args: Any) -> None:
+        # Observers never break a stream: their failures are logged.
+        try:
+            self.home_ctx.emit(event, *args)
+        except Exception as exc:
+            _log.error("a listener of %s failed", event, exc_info=exc)

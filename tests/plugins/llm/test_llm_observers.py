@@ -148,3 +148,19 @@ async def test_a_failing_observer_is_logged_and_the_stream_goes_on() -> None:
         "a listener of llm/start failed",
         "a listener of llm/response failed",
     ]
+
+
+async def test_a_request_the_waterfall_refuses_is_neither_started_nor_answered() -> None:
+    async with Context() as root:
+        await root.plugin(Llm)
+        seen = Seen(root)
+        root.llm.register_adapter(["m"], Adapter(*ANSWER))
+
+        async def refuse(req: LlmRequest, call_next: Any) -> LlmRequest:
+            raise RuntimeError("no")
+
+        root.on("llm/request", refuse)
+        with pytest.raises(RuntimeError, match="no"):
+            await collect(root.llm, request())
+    assert seen.started == []
+    assert seen.responses == []
