@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict
 
 from dsh import Disposer, DshError, DuplicateNameError, Fiber, Service, hookspec
 
-from ._assembler import AssembledMessage, BlockAssembler
 from ._types import Chunk, Finish, LlmError, LlmFailure, LlmRequest
 
 __all__ = [
@@ -93,11 +92,12 @@ class LlmSpecs:
         model). Observers only: a listener's failure is logged."""
 
     @hookspec
-    def llm_response(self, request: LlmRequest, result: AssembledMessage | None) -> None:
-        """The stream of ``request`` (the one ``llm/start`` saw) ended: ``result`` is
-        what it produced, assembled (its ``finish`` carries a failure), or None when
-        the stream was cancelled or closed before its end, or its chunks contradict
-        themselves. Observers only: a listener's failure is logged."""
+    def llm_response(self, request: LlmRequest, chunks: tuple[Chunk, ...] | None) -> None:
+        """The stream of ``request`` (the one ``llm/start`` saw) ended: ``chunks`` are
+        every chunk it yielded, its final ``Finish`` last (a failure included), or None
+        when the stream was cancelled or closed before its end. Assemble them with
+        :class:`BlockAssembler` for the answer. Observers only: a listener's failure
+        is logged."""
 
     @hookspec
     def llm_adapters_change(self) -> None:
@@ -227,23 +227,19 @@ class Llm(Service):
         return self._stream(request, None)
 
     async def _observed(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
-        """:meth:`_stream`, its chunks assembled for ``llm/response`` on the way."""
+        """:meth:`_stream`, its chunks kept for ``llm/response`` on the way."""
         sent: list[LlmRequest] = []
-        assembler: BlockAssembler | None = BlockAssembler()
-        result: AssembledMessage | None = None
+        kept: list[Chunk] = []
+        ended = False
         try:
             async with aclosing(self._stream(request, sent)) as chunks:
                 async for chunk in chunks:
-                    if assembler is not None:
-                        try:
-                            assembler.push(chunk)
-                        except DshError:  # the consumer's assembler reports it
-                            assembler = None
+                    kept.append(chunk)
                     yield chunk
-            result = None if assembler is None else assembler.result()
+            ended = True
         finally:
             if sent:  # the waterfall settled the request an adapter was asked for
-                self._observe("llm/response", sent[0], result)
+                self._observe("llm/response", sent[0], tuple(kept) if ended else None)
 
     async def _stream(
         self, request: LlmRequest, sent: list[LlmRequest] | None

@@ -24,12 +24,17 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from dsh_llm import (
-    AssembledMessage,
+    AssemblyError,
+    BlockAssembler,
+    Chunk,
+    Finish,
     LlmRequest,
     Message,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
+    Usage,
+    UsageChunk,
 )
 
 if TYPE_CHECKING:
@@ -280,24 +285,44 @@ class SpanRecorder:
             f"chat {request.model}", parent, kind=SpanKind.CLIENT, attributes=attributes
         )
 
-    def llm_response(self, request: LlmRequest, result: AssembledMessage | None) -> None:
+    def llm_response(self, request: LlmRequest, chunks: Sequence[Chunk] | None) -> None:
         span = self._chats.pop(id(request), None)
         if span is None:
             return
-        if result is None:
+        if chunks is None:
             _failed(span, "the stream ended before its finish (cancelled or closed)", "cancelled")
-        else:
-            finish = result.finish
-            span.set_attribute(
-                "gen_ai.response.finish_reasons",
-                (_FINISH_REASONS.get(finish.reason, finish.reason),),
-            )
-            usage = result.usage
-            if usage is not None:
-                span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-                span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-            if self._content:
-                span.set_attribute("gen_ai.output.messages", _messages_json([result.message]))
-            if finish.failure is not None:
-                _failed(span, finish.failure.message, finish.failure.code)
+            span.end()
+            return
+        finish = Finish("stop")  # a stream without a finish chunk (as the assembler reads it)
+        usage: Usage | None = None
+        for chunk in reversed(chunks):  # the finish and the usage come last
+            if isinstance(chunk, Finish):
+                finish = chunk
+            elif isinstance(chunk, UsageChunk):
+                usage = chunk.usage
+                break
+        attributes: dict[str, Any] = {
+            "gen_ai.response.finish_reasons": (_FINISH_REASONS.get(finish.reason, finish.reason),)
+        }
+        if usage is not None:
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+        if self._content:
+            answer = _answer(chunks)
+            if answer is not None:
+                attributes["gen_ai.output.messages"] = _messages_json([answer])
+        span.set_attributes(attributes)
+        if finish.failure is not None:
+            _failed(span, finish.failure.message, finish.failure.code)
         span.end()
+
+
+def _answer(chunks: Sequence[Chunk]) -> Message | None:
+    """The assistant message ``chunks`` make, or None when they contradict themselves."""
+    assembler = BlockAssembler()
+    try:
+        for chunk in chunks:
+            assembler.push(chunk)
+    except AssemblyError:
+        return None
+    return assembler.result().message

@@ -7,7 +7,7 @@ import json
 from types import SimpleNamespace
 
 from dsh.testing import capture_logs, errors_logged
-from dsh_llm import LlmRequest, Message, ReasoningBlock, TextBlock
+from dsh_llm import BlockEnd, LlmRequest, Message, ReasoningBlock, TextBlock, TextDelta
 from dsh_otel._spans import SpanRecorder, message_parts
 from tests.plugins.otel.otel_support import Spans
 
@@ -90,3 +90,15 @@ def test_message_parts_follow_the_conventions_shape() -> None:
         "role": "assistant",
         "parts": [{"type": "reasoning", "content": "think"}, {"type": "text", "content": "say"}],
     }
+
+
+def test_an_answer_whose_chunks_contradict_themselves_has_no_output_content() -> None:
+    spans, record = recorder(capture_content=True)
+    request = LlmRequest(model="m", messages=())
+    record.llm_start(request, "p")
+    record.llm_response(request, (BlockEnd(5), TextDelta(0, "x")))  # no finish: "stop"
+    (span,) = spans.all()
+    assert span.attributes is not None
+    assert "gen_ai.output.messages" not in span.attributes
+    assert span.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert "gen_ai.usage.input_tokens" not in span.attributes
