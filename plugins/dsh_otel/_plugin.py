@@ -54,7 +54,7 @@ class Otel(Plugin):
     name = "otel"
     Config = OtelConfig
     #: The services whose events it hears (injecting them declares the events).
-    inject = ("agents", "llm", "sessions")
+    inject = ("agents", "llm")
 
     def __init__(self, ctx: Context, config: OtelConfig) -> None:
         super().__init__(ctx, config)
@@ -70,8 +70,10 @@ class Otel(Plugin):
         recorder = spans.SpanRecorder(provider, capture_content=self.config.capture_content)
         yield recorder.close
         ctx = self.ctx
-        # First: a tool/before listener before it may answer, and then no other hears.
-        yield ctx.on("tool/before", recorder.tool_before, prepend=True)
-        yield ctx.on("session/event", recorder.session_event)
+        yield ctx.on("agent/turn-start", recorder.turn_start)
+        yield ctx.on("agent/turn-end", recorder.turn_end)
+        # Last: a call an earlier listener refuses does not run and has no span.
+        yield ctx.on("tool/before", recorder.tool_before)
+        yield ctx.on("tool/after", recorder.tool_after)
         yield ctx.on("llm/start", recorder.llm_start)
         yield ctx.on("llm/response", recorder.llm_response)

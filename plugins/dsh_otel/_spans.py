@@ -134,8 +134,9 @@ def _failed(span: Span, message: str, error_type: str) -> None:
 class SpanRecorder:
     """Listens to the loop's events and opens and ends the spans (one per plugin load).
 
-    Its listeners never raise: a ``session/event`` listener's error would fail the
-    append it hears. ``close`` ends every span still open.
+    Its listeners never raise into the loop (the loop logs what an observer raises;
+    the call and turn listeners log it themselves). ``close`` ends every span still
+    open.
     """
 
     def __init__(self, provider: trace.TracerProvider, *, capture_content: bool) -> None:
@@ -147,11 +148,6 @@ class SpanRecorder:
         self._calls: dict[tuple[str, str], _Open] = {}
         #: The open chat spans, by the request object's id.
         self._chats: dict[int, Span] = {}
-        self._handlers: dict[str, Callable[[Any, Mapping[str, Any]], None]] = {
-            "turn/start": self._turn_start,
-            "turn/end": self._turn_end,
-            "tool/result": self._tool_result,
-        }
 
     def close(self) -> None:
         """End every open span (the plugin unloads) and forget them."""
@@ -173,25 +169,23 @@ class SpanRecorder:
             return otel_context.Context()
         return trace.set_span_in_context(turn.span, otel_context.Context())
 
-    # -- turns and tool results: the session's log ---------------------------------------
+    # -- turns ---------------------------------------------------------------------------
 
-    def session_event(self, session: Any, event: Any) -> None:
-        handler = self._handlers.get(event.type)
-        if handler is None:
-            return
+    def turn_start(self, agent: Any, turn: int) -> None:
+        """Open the turn's ``invoke_agent`` span."""
         try:
-            handler(session, event.data)
+            self._open_turn(agent.session, turn)
         except Exception as exc:
-            _log.error("recording a span for %s failed", event.type, exc_info=exc)
+            _log.error("recording the span of a turn failed", exc_info=exc)
 
-    def _turn_start(self, session: Any, data: Mapping[str, Any]) -> None:
+    def _open_turn(self, session: Any, turn: int) -> None:
         meta = session.header.meta
         agent = str(meta.get("agent") or "agent")
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent,
             "gen_ai.conversation.id": session.id,
-            "dsh.turn": data.get("turn", 0),
+            "dsh.turn": turn,
         }
         model = meta.get("model")
         if isinstance(model, str):
@@ -209,28 +203,22 @@ class SpanRecorder:
         )
         self._turns[session.id] = _Open(span, session.id)
 
-    def _turn_end(self, session: Any, data: Mapping[str, Any]) -> None:
-        opened = self._turns.pop(session.id, None)
+    def turn_end(self, agent: Any, turn: int, reason: Mapping[str, Any]) -> None:
+        """End the turn's span, and those of its calls that never finished (refused
+        by a later ``tool/before`` listener, or aborted)."""
+        session = agent.session.id
+        for key in [key for key in self._calls if key[0] == session]:
+            unfinished = self._calls.pop(key).span
+            _failed(unfinished, "the call did not finish (refused or aborted)", "NOT_FINISHED")
+            unfinished.end()
+        opened = self._turns.pop(session, None)
         if opened is None:
             return
         span = opened.span
-        reason = data.get("reason") or {}
         kind = str(reason.get("kind", "completed"))
         span.set_attribute("dsh.turn.end", kind)
         if kind == "error":
             _failed(span, str(reason.get("message", "")), str(reason.get("code", "UNKNOWN")))
-        span.end()
-
-    def _tool_result(self, session: Any, data: Mapping[str, Any]) -> None:
-        opened = self._calls.pop((session.id, str(data.get("call_id"))), None)
-        if opened is None:
-            return
-        span = opened.span
-        content = str(data.get("content", ""))
-        if self._content:
-            span.set_attribute("gen_ai.tool.call.result", content)
-        if data.get("is_error"):
-            _failed(span, content, str(data.get("code") or "TOOL_ERROR"))
         span.end()
 
     # -- tool calls ---------------------------------------------------------------------
@@ -260,6 +248,19 @@ class SpanRecorder:
             _CALL.set(opened)
         except Exception as exc:
             _log.error("recording the span of a tool call failed", exc_info=exc)
+
+    def tool_after(self, call: Any, result: Any) -> None:
+        """End the call's span with its result; adds nothing to it."""
+        opened = self._calls.pop((call.agent.session.id, call.id), None)
+        if opened is None:
+            return
+        span = opened.span
+        content = str(result.content)
+        if self._content:
+            span.set_attribute("gen_ai.tool.call.result", content)
+        if result.is_error:
+            _failed(span, content, result.code or "TOOL_ERROR")
+        span.end()
 
     # -- model requests -----------------------------------------------------------------
 

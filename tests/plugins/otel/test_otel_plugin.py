@@ -24,7 +24,14 @@ from tests.plugins.otel.otel_support import Spans
 pytestmark = pytest.mark.anyio
 
 #: The events the plugin listens to.
-EVENTS = ("tool/before", "session/event", "llm/start", "llm/response")
+EVENTS = (
+    "agent/turn-start",
+    "agent/turn-end",
+    "tool/before",
+    "tool/after",
+    "llm/start",
+    "llm/response",
+)
 
 
 async def core(root: Context) -> ScriptedModel:

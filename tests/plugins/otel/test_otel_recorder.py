@@ -17,10 +17,6 @@ def recorder(capture_content: bool = False) -> tuple[Spans, SpanRecorder]:
     return spans, SpanRecorder(spans.provider, capture_content=capture_content)
 
 
-def event(type_: str, **data: object) -> SimpleNamespace:
-    return SimpleNamespace(type=type_, data=data)
-
-
 def test_a_request_outside_any_turn_is_a_root_chat_span() -> None:
     spans, record = recorder(capture_content=True)
     plain = LlmRequest(model="m", messages=(Message.user("hi"),), max_tokens=5)
@@ -56,10 +52,9 @@ def test_the_system_prompt_is_content() -> None:
 
 def test_events_without_an_open_span_are_ignored() -> None:
     spans, record = recorder()
-    session = SimpleNamespace(id="s1")
-    record.session_event(session, event("turn/end", turn=1, reason={"kind": "completed"}))
-    record.session_event(session, event("tool/result", call_id="c1", content="x"))
-    record.session_event(session, event("assistant/message"))
+    agent = SimpleNamespace(session=SimpleNamespace(id="s1"))
+    record.turn_end(agent, 1, {"kind": "completed"})
+    record.tool_after(SimpleNamespace(agent=agent, id="c1"), None)
     record.llm_response(LlmRequest(model="m", messages=()), None)
     assert spans.all() == ()
 
@@ -67,10 +62,10 @@ def test_events_without_an_open_span_are_ignored() -> None:
 def test_a_listener_that_cannot_read_its_event_logs_and_does_not_raise() -> None:
     spans, record = recorder()
     with capture_logs() as logs:
-        record.session_event(object(), event("turn/start", turn=1))
+        record.turn_start(object(), 1)
         record.tool_before(object())
     assert [r.getMessage() for r in errors_logged(logs)] == [
-        "recording a span for turn/start failed",
+        "recording the span of a turn failed",
         "recording the span of a tool call failed",
     ]
     assert spans.all() == ()

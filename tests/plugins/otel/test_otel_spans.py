@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from dsh import Context
 from dsh.testing import Mark, ScriptedModel, Wait, failure, run_turn, text, tool_call, tool_calls
+from dsh_agent import HookDecision
 from dsh_agent_core import AgentCore
 from dsh_agent_loop import LoopAgent
 from dsh_otel import Otel
@@ -253,3 +254,26 @@ async def test_a_fleet_tasks_turn_is_the_root_of_its_trace_with_the_task_id(
     assert turn.parent is None
     assert turn.attributes is not None
     assert turn.attributes["dsh.fleet.task.id"] == "t7"
+
+
+async def test_a_call_refused_after_its_span_opened_ends_with_the_turn(host_spans: Spans) -> None:
+    async with rig() as r:
+        r.root.on("tool/before", lambda call: HookDecision("deny", "not now"))
+        r.model.reply(echo_call(), "ok")
+        await run_turn(r.agent, "go")
+    tool = host_spans.one("execute_tool echo")
+    assert tool.status.status_code is StatusCode.ERROR
+    assert tool.attributes is not None
+    assert tool.attributes["error.type"] == "NOT_FINISHED"
+    assert parent_of(tool) == span_id(host_spans.one("invoke_agent main"))
+
+
+async def test_a_call_refused_before_the_plugin_hears_it_has_no_span(host_spans: Spans) -> None:
+    async with Context() as root:
+        await root.plugin(AgentCore, {"model": "m"})
+        model = ScriptedModel(echo_call(), "ok", models=["m"])
+        model.install(root)
+        root.on("tool/before", lambda call: HookDecision("deny", "no"))
+        await root.plugin(Otel)
+        await run_turn(root.agents.get("main"), "go")
+    assert host_spans.named("execute_tool echo") == []
