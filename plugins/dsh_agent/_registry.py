@@ -138,6 +138,17 @@ class AgentSpecs:
         """A turn failed with ``error``; it ends with reason ``error``."""
 
     @hookspec
+    def agent_turn_start(self, agent: Agent, turn: int) -> None:
+        """A turn started (its ``turn/start`` is recorded); emitted only when heard
+        (RFC 0042). A listener's failure is logged."""
+
+    @hookspec
+    def agent_turn_end(self, agent: Agent, turn: int, reason: dict[str, Any]) -> None:
+        """A turn ended with ``reason`` (its ``turn/end``: completed, max-tokens,
+        aborted, blocked or error); emitted only when heard. A listener's failure is
+        logged."""
+
+    @hookspec
     def agent_pre_step(
         self, agent: Agent, messages: list[Message], turn: int, step: int, call_next: Any
     ) -> list[Message]:

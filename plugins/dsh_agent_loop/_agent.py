@@ -376,6 +376,8 @@ class LoopAgent:
         with session.writing:
             try:
                 session.append("turn/start", {"turn": turn})
+                if self._loop.turn_started.heard(self):
+                    self._emit("agent/turn-start", self, turn)
                 with scope:
                     reason = await self._steps(turn, messages)
                 if scope.cancelled_caught:
@@ -406,6 +408,8 @@ class LoopAgent:
                             self.id,
                             exc_info=exc,
                         )
+                if self._loop.turn_ended.heard(self):
+                    self._emit("agent/turn-end", self, turn, reason)
 
     def _note_fence(self, error: BaseException) -> bool:
         """Remember that the store fenced this writer off when ``error`` says so."""

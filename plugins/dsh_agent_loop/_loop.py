@@ -96,6 +96,9 @@ class AgentLoop(Plugin):
         self.turn_stop = events.event("turn/stop")
         self.session_start = events.event("session/start")
         self.session_end = events.event("session/end")
+        #: A turn's start and end (RFC 0042), for observers such as ``otel``.
+        self.turn_started = events.event("agent/turn-start")
+        self.turn_ended = events.event("agent/turn-end")
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx

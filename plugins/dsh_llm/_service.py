@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from contextlib import aclosing
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -22,6 +24,8 @@ __all__ = [
     "LlmRequestError",
     "LlmSpecs",
 ]
+
+_log = logging.getLogger("dsh.llm")
 
 
 class AdapterRegistrationError(DshError, ValueError):
@@ -81,6 +85,21 @@ class LlmSpecs:
         raise NotImplementedError
 
     @hookspec
+    def llm_start(self, request: LlmRequest, provider: str) -> None:
+        """A request reaches its adapter (after the ``llm/request`` waterfall):
+        ``provider`` is the adapter's ``provider`` attribute when it is a string, else
+        the name of the plugin that registered it (``""``: no adapter serves the
+        model). Observers only: a listener's failure is logged."""
+
+    @hookspec
+    def llm_response(self, request: LlmRequest, chunks: tuple[Chunk, ...] | None) -> None:
+        """The stream of ``request`` (the one ``llm/start`` saw) ended: ``chunks`` are
+        every chunk it yielded, its final ``Finish`` last (a failure included), or None
+        when the stream was cancelled or closed before its end. Assemble them with
+        :class:`BlockAssembler` for the answer. Observers only: a listener's failure
+        is logged."""
+
+    @hookspec
     def llm_adapters_change(self) -> None:
         """An adapter was registered or removed."""
 
@@ -105,6 +124,9 @@ class Llm(Service):
         self._owners: dict[str, Fiber] = {}
         #: The llm/request waterfall, looked up once: a stream skips it when unheard.
         self._on_request = ctx.events.event("llm/request")
+        #: The observers of each stream, looked up once the same way.
+        self._on_start = ctx.events.event("llm/start")
+        self._on_response = ctx.events.event("llm/response")
 
     def models(self) -> list[str]:
         """The model names some adapter serves, sorted."""
@@ -188,7 +210,7 @@ class Llm(Service):
             del self._owners[name]
         self.home_ctx.emit("llm/adapters-change")
 
-    async def stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
+    def stream(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
         """Stream the answer to ``request``.
 
         The ``llm/request`` waterfall sees the request first and may replace it; the
@@ -200,6 +222,30 @@ class Llm(Service):
         waterfall's listeners. Consume it with ``contextlib.aclosing``: closing the
         stream early closes the adapter's stream too.
         """
+        if self._on_response.listeners():
+            return self._observed(request)
+        return self._stream(request, None)
+
+    async def _observed(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
+        """:meth:`_stream`, its chunks kept for ``llm/response`` on the way."""
+        sent: list[LlmRequest] = []
+        kept: list[Chunk] = []
+        ended = False
+        try:
+            async with aclosing(self._stream(request, sent)) as chunks:
+                async for chunk in chunks:
+                    kept.append(chunk)
+                    yield chunk
+            ended = True
+        finally:
+            if sent:  # the waterfall settled the request an adapter was asked for
+                self._observe("llm/response", sent[0], tuple(kept) if ended else None)
+
+    async def _stream(
+        self, request: LlmRequest, sent: list[LlmRequest] | None
+    ) -> AsyncGenerator[Chunk, None]:
+        """The stream of :meth:`stream`; the request the waterfall settled is appended
+        to ``sent`` (when given)."""
         given: object = request
         if not isinstance(given, LlmRequest):
             raise LlmRequestError(
@@ -213,6 +259,10 @@ class Llm(Service):
                     f"{type(request).__name__} instead of a dsh_llm.LlmRequest"
                 )
         adapter = self._routes.get(request.model)
+        if sent is not None:
+            sent.append(request)
+        if self._on_start.listeners():
+            self._observe("llm/start", request, self._provider(request.model, adapter))
         if adapter is None:
             known = ", ".join(self.models()) or "(none)"
             yield Finish(
@@ -238,3 +288,17 @@ class Llm(Service):
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+    def _provider(self, model: str, adapter: LlmAdapter | None) -> str:
+        """What ``llm/start`` names the provider of ``model``."""
+        if adapter is None:
+            return ""
+        named = getattr(adapter, "provider", None)
+        return named if isinstance(named, str) else self._owners[model].name
+
+    def _observe(self, event: str, *args: Any) -> None:
+        # Observers never break a stream: their failures are logged.
+        try:
+            self.home_ctx.emit(event, *args)
+        except Exception as exc:
+            _log.error("a listener of %s failed", event, exc_info=exc)
