@@ -40,7 +40,8 @@ from tests.plugins.fleet.fleet_support import (
 from tests.plugins.fleet_ray.ray_support import descendants, listeners
 from tests.support import run_dsh
 
-pytestmark = pytest.mark.anyio
+# One worker of `pytest -n --dist loadgroup` runs them all: one cluster, not one a worker.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("ray-cluster")]
 
 RESULT_KEYS = ("task", "session", "output", "stop_reason", "usage")
 RAY = "- {id: ray, name: fleet-ray, config: {workers: 2, max_retries: 2}}"
