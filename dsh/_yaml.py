@@ -404,10 +404,13 @@ class _Parser:
         return EnvRef(name, default, line) if ok else None
 
 
-def deployment_error(path: Path, failures: list[str]) -> DeploymentError:
-    """One error listing every failure of the deployment at ``path``, a line each."""
+def deployment_error(
+    path: Path, failures: list[str], kind: type[DeploymentError] = DeploymentError
+) -> DeploymentError:
+    """One error (a ``kind``) listing every failure of the deployment at ``path``, a
+    line each."""
     count = f"{len(failures)} problem{'s' if len(failures) != 1 else ''}"
-    return DeploymentError("\n".join([f"deployment {path} has {count}:", *failures]), failures)
+    return kind("\n".join([f"deployment {path} has {count}:", *failures]), failures)
 
 
 def _raise(path: Path, problems: list[tuple[int, str]]) -> NoReturn:
