@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 import re
 import sys
 import traceback
@@ -103,14 +104,16 @@ def forget_modules(paths: Iterable[Path]) -> list[str]:
 
     Objects already imported stay usable: whoever holds them keeps them alive.
     """
-    roots = [Path(path).resolve() for path in paths]
+    roots = [os.path.realpath(path) for path in paths]
+    if not roots:
+        return []
     families = set()
     for name, module in list(sys.modules.items()):
         origin = getattr(module, "__file__", None)
-        if origin is None:
+        if not origin:
             continue
-        source = Path(origin).resolve()
-        if any(source == root or root in source.parents for root in roots):
+        source = os.path.abspath(origin)
+        if any(source == root or source.startswith(root + os.sep) for root in roots):
             families.add(name.partition(".")[0])
     gone = sorted(name for name in sys.modules if name.partition(".")[0] in families)
     for name in gone:

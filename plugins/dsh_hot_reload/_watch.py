@@ -53,7 +53,7 @@ class Watcher:
     async def run(self) -> None:
         awatch = load_awatch()
         send, receive = anyio.create_memory_object_stream[set[Path]](math.inf)
-        async with anyio.create_task_group() as tg, receive:
+        async with send, receive, anyio.create_task_group() as tg:
             tg.start_soon(self._produce, awatch, send)
             while True:
                 batch = await receive.receive()
@@ -64,9 +64,12 @@ class Watcher:
                 self.refresh()
 
     def refresh(self) -> None:
-        """Watch what ``wanted()`` says now (when it changed since)."""
-        if self.wanted() != self._watching:
+        """Watch what ``wanted()`` says now; the watching threads start again only
+        when the directories to watch changed."""
+        wanted = self.wanted()
+        if _roots(wanted) != _roots(self._watching):
             self._stop.set()
+        self._watching = wanted
 
     def stop(self) -> None:
         """End the watching threads (before the task that runs them is cancelled)."""
@@ -77,10 +80,9 @@ class Watcher:
         self, awatch: Callable[..., Any], send: MemoryObjectSendStream[set[Path]]
     ) -> None:
         while not self._closed:
-            wanted = self._watching = self.wanted()
+            self._watching = self.wanted()
             stop = self._stop = anyio.Event()
-            files = {path.parent for path in wanted if not path.is_dir()}
-            dirs = {path for path in wanted if path.is_dir()}
+            files, dirs = _roots(self._watching)
             async with anyio.create_task_group() as tg:
                 for roots, recursive in ((files, False), (dirs, True)):
                     if roots:
@@ -94,7 +96,6 @@ class Watcher:
         stop: anyio.Event,
         send: MemoryObjectSendStream[set[Path]],
     ) -> None:
-        wanted = self._watching
         async for changes in awatch(
             *roots,
             debounce=int(self.debounce * 1000) or _STEP_MS,
@@ -102,9 +103,16 @@ class Watcher:
             stop_event=stop,
             recursive=recursive,
         ):
-            hits = {Path(p) for _, p in changes if _counts(Path(p), wanted)}
+            hits = {Path(p) for _, p in changes if _counts(Path(p), self._watching)}
             if hits:
                 send.send_nowait(hits)
+
+
+def _roots(wanted: list[Path]) -> tuple[set[Path], set[Path]]:
+    """The directories to watch: those of the files (not recursively), and the
+    wanted directories (recursively)."""
+    files = {path.parent for path in wanted if not path.is_dir()}
+    return files, {path for path in wanted if path.is_dir()}
 
 
 def _counts(path: Path, wanted: list[Path]) -> bool:
