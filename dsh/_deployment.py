@@ -82,6 +82,8 @@ class Deployment(Plugin):
         super().__init__(ctx, config)
         self.plan, self.fibers, self.left_out = config.plan, config.fibers, config.left_out
         self.file, self.environ = config.file, config.environ
+        #: The last parse of the file (see :func:`parse_deployment`).
+        self.parsed: dict[bytes, list[EntrySpec]] = {}
 
     def replan(self) -> Replan:
         """Read the file again and say what a reload would change (see
@@ -298,9 +300,14 @@ async def load_deployment(
     return deployment
 
 
-def plan_file(file: Path, environ: Mapping[str, str] | None) -> tuple[list[_Planned], _Findings]:
-    """Parse ``file`` and resolve its enabled entries (importing their plugins)."""
-    entries = parse_deployment(file)
+def plan_file(
+    file: Path,
+    environ: Mapping[str, str] | None,
+    memo: dict[bytes, list[EntrySpec]] | None = None,
+) -> tuple[list[_Planned], _Findings]:
+    """Parse ``file`` (see :func:`parse_deployment` for ``memo``) and resolve its
+    enabled entries (importing their plugins)."""
+    entries = parse_deployment(file, memo)
     found = _Findings()
     plan = _plan(entries, file.parent, os.environ if environ is None else environ, found)
     return plan, found

@@ -140,7 +140,7 @@ def _under(fiber: Fiber, ancestors: set[Fiber]) -> bool:
 
 def replan(deployment: Deployment) -> Replan:
     """See :meth:`Deployment.replan`."""
-    plan, found = plan_file(deployment.file, deployment.environ)
+    plan, found = plan_file(deployment.file, deployment.environ, deployment.parsed)
     if found.failures:
         raise deployment_error(deployment.file, found.left_out + found.failures)
     result = Replan(deployment, plan, found.left_out)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import os
@@ -26,7 +27,7 @@ import sys
 import traceback
 from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 
 from dsh._errors import PluginLoadError
 from dsh._plugin import Plugin
@@ -104,16 +105,15 @@ def forget_modules(paths: Iterable[Path]) -> list[str]:
 
     Objects already imported stay usable: whoever holds them keeps them alive.
     """
-    roots = [os.path.realpath(path) for path in paths]
+    roots = {os.path.realpath(path) for path in paths}
     if not roots:
         return []
+    under = tuple(root + os.sep for root in roots)
     families = set()
     for name, module in list(sys.modules.items()):
-        origin = getattr(module, "__file__", None)
-        if not origin:
-            continue
-        source = os.path.abspath(origin)
-        if any(source == root or source.startswith(root + os.sep) for root in roots):
+        # Module files are absolute paths (dsh imports file plugins by their real path).
+        origin = getattr(module, "__file__", None) or ""
+        if origin in roots or origin.startswith(under):
             families.add(name.partition(".")[0])
     gone = sorted(name for name in sys.modules if name.partition(".")[0] in families)
     for name in gone:
@@ -210,8 +210,9 @@ def _import_file(name: str, path: str, base_dir: Path) -> tuple[ModuleType, str]
     loaded = sys.modules.get(module_name)
     if loaded is not None:
         return loaded, stem
+    loader = _SourceLoader(module_name, str(source)) if source.suffix == ".py" else None
     spec = importlib.util.spec_from_file_location(
-        module_name, source, submodule_search_locations=search
+        module_name, source, loader=loader, submodule_search_locations=search
     )
     if spec is None or spec.loader is None:
         raise PluginLoadError(f'cannot import plugin "{name}": {source} is not a Python file')
@@ -223,6 +224,16 @@ def _import_file(name: str, path: str, base_dir: Path) -> tuple[ModuleType, str]
         sys.modules.pop(module_name, None)
         raise _import_failed(name, exc) from exc
     return module, stem
+
+
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles a plugin file from its source every time: a cached ``.pyc`` is
+    trusted by the file's mtime in whole seconds and its size, so an edit that keeps
+    the size within a second would import the previous code (hot reload edits files
+    that fast). Nothing is written next to the plugin either."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        return self.source_to_code(self.get_data(self.path), self.path)
 
 
 def _pick(name: str, module: ModuleType, display: str, attr: str | None) -> object:
