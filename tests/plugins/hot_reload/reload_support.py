@@ -3,6 +3,7 @@ whose versions the tests write, and a root that loads it."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -126,3 +127,12 @@ async def tool_names(root: Context) -> set[str]:
     """The names of the tools the model would see (the global view)."""
     assembly = await root.system_prompt.assemble(AssembleContext())
     return {tool.name for tool in assembly.tools}
+
+
+def fresh_module_name(path: Path) -> str:
+    """The name in ``sys.modules`` of the module imported from ``path``."""
+    return next(
+        name
+        for name, module in list(sys.modules.items())
+        if getattr(module, "__file__", None) == str(path.resolve())
+    )

@@ -79,7 +79,8 @@ async def test_a_thousand_reloads_do_not_grow_objects_tasks_or_modules(tmp_path:
         assert len(sys.modules) == modules
         assert (len(runtime.plugin_specs), len(deployment._effects)) == (specs, effects)
         assert len(gc.get_objects()) - objects < 500  # no per-reload residue
-        assert root.box.version == 0 and root.box is not first
+        assert root.box.version == 0
+        assert root.box is not first
 
 
 async def test_a_changed_child_of_a_group_reloads_alone(tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from dsh import DeploymentError, ReloadRefusedError
-from dsh.testing import capture_logs, run_turn, text, tool_call, tool_calls
+from dsh.testing import capture_logs, run_turn, tool_call, tool_calls
 from tests.plugins.hot_reload.reload_support import (
     AGENT,
+    fresh_module_name,
     rig,
     tool_names,
     tool_of,
@@ -31,14 +32,15 @@ async def test_an_edited_tool_is_reloaded_from_a_fresh_module_and_the_next_step_
         await run_turn(agent, "hi")
         assert tool_of(r.model.requests[-1]).description == "Version one."
         before = dict(r.fibers)
-        old_module = sys.modules[before["tool"].spec.obj.__name__]
+        old_module = sys.modules[fresh_module_name(tmp_path / "tool.py")]
         gone = weakref.ref(old_module)
         del old_module
 
         r.write("tool.py", tool_source("Version two.", "v2"))
         report = await r.reload("tool.py")
 
-        assert report.reloaded == ("tool",) and report.error is None
+        assert report.reloaded == ("tool",)
+        assert report.error is None
         assert report.added == report.removed == ()
         assert r.fibers["tool"] is not before["tool"]
         assert {k: f for k, f in r.fibers.items() if k != "tool"} == {
@@ -97,7 +99,8 @@ async def test_a_syntax_error_leaves_the_running_version_and_a_fix_reloads(
 
         r.write("tool.py", tool_source("Fixed.", "v3"))
         report = await r.reload("tool.py")
-        assert report.reloaded == ("tool",) and report.error is None
+        assert report.reloaded == ("tool",)
+        assert report.error is None
         assert r.fibers["tool"] is not running
 
 
@@ -136,9 +139,34 @@ async def test_its_own_entry_is_held_with_a_warning(tmp_path: Path) -> None:
         r.write("dsh.yml", AGENT.replace("watch: false", "watch: false, debounce_ms: 5"))
         with capture_logs("dsh.hot-reload") as logs:
             report = await r.reload("dsh.yml")
-        assert report.reloaded == () and report.error is None
+        assert report.reloaded == ()
+        assert report.error is None
         assert r.fibers["reload"] is own
         assert "its own entry changed" in logs.records[0].getMessage()
+
+
+async def test_its_own_entry_removed_is_held_too(tmp_path: Path) -> None:
+    other = tool_source().replace('"probe"', '"other"')
+    async with rig(tmp_path, files={"other.py": other}) as r:
+        own = r.fibers["reload"]
+        without = AGENT.replace("- {id: reload, name: hot-reload, config: {watch: false}}\n", "")
+        r.write("dsh.yml", without + "- {id: other, name: ./other.py}\n")
+        with capture_logs("dsh.hot-reload"):
+            report = await r.reload("dsh.yml")
+        assert (report.added, report.removed) == (("other",), ())
+        assert r.fibers["reload"] is own
+        assert r.deployment.instance.plan[-1].entry.id == "reload"  # kept in the plan
+
+
+async def test_an_added_entry_that_fails_is_unloaded_again(tmp_path: Path) -> None:
+    broken = "inject = ['tools']\n\ndef apply(ctx, config):\n    raise OSError('no')\n"
+    async with rig(tmp_path, files={"broken.py": broken}) as r:
+        before = dict(r.fibers)
+        r.write("dsh.yml", AGENT + "- {id: broken, name: ./broken.py}\n")
+        with capture_logs("dsh"):
+            report = await r.reload("dsh.yml")
+        assert "entry 'broken'" in str(report.error)
+        assert r.fibers == before
 
 
 async def test_an_unchanged_file_reloads_nothing(tmp_path: Path) -> None:

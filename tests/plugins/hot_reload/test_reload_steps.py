@@ -9,10 +9,10 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from dsh_hot_reload import Steps
-from dsh_tools import Tool, ToolCall
 from dsh.testing import tool_call, tool_calls
-from tests.plugins.hot_reload.reload_support import ReloadReport, rig, tool_of, tool_source
+from dsh_hot_reload import ReloadReport, Steps
+from dsh_tools import Tool, ToolCall
+from tests.plugins.hot_reload.reload_support import rig, tool_of, tool_source
 
 pytestmark = pytest.mark.anyio
 
@@ -50,7 +50,8 @@ async def test_an_edit_during_a_long_tool_call_waits_for_the_step_to_end(
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload)
             await waiting.wait()
-            assert r.fibers["tool"] is old and not reports  # the call goes on
+            assert r.fibers["tool"] is old
+            assert not reports
             release.set()
         await agent.when_idle()
         assert reports[0].reloaded == ("tool",)
@@ -59,6 +60,30 @@ async def test_an_edit_during_a_long_tool_call_waits_for_the_step_to_end(
         assert tool_of(second).description == "Version two."  # the step after the call
         results = [e.data["content"] for e in agent.session.events if e.type == "tool/result"]
         assert results == ["slow done"]
+
+
+async def test_unloading_during_a_step_forgets_it(tmp_path: Path) -> None:
+    started, release = anyio.Event(), anyio.Event()
+
+    async def slow(args: NoArgs, call: ToolCall) -> str:
+        started.set()
+        await release.wait()
+        return "slow done"
+
+    async with rig(tmp_path) as r:
+        r.root.tools.register(
+            Tool(name="slow", description="Slow.", parameters=NoArgs, execute=slow)
+        )
+        steps = r.hot.steps
+        agent = r.root.agents.create(model="scripted")
+        r.model.reply(tool_calls(tool_call("slow")), "finished")
+        agent.send("go")
+        await started.wait()
+        assert steps.running == {agent.session}
+        await r.fibers["reload"].dispose()
+        assert steps.running == set()
+        release.set()
+        await agent.when_idle()
 
 
 async def test_a_hold_that_is_cancelled_leaves_the_gate_open() -> None:
@@ -85,7 +110,8 @@ async def test_steps_started_while_closed_wait_for_the_release() -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(step)
+        tg.start_soon(step)
         await anyio.wait_all_tasks_blocked()
         assert entered == []
         steps.release()
-    assert entered == ["s"]
+    assert entered == ["s", "s"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -10,9 +11,9 @@ import pytest
 
 from dsh import Context, PluginLoadError, load_deployment
 from dsh.testing import write_deployment
-from dsh_hot_reload import HotReload, HotReloadError, watch
+from dsh_hot_reload import HotReload, HotReloadError, ReloadReport, watch
+from dsh_hot_reload._watch import Watcher
 from tests.plugins.hot_reload.reload_support import (
-    ReloadReport,
     Rig,
     next_report,
     rig,
@@ -73,6 +74,7 @@ async def test_a_burst_of_writes_is_one_reload(tmp_path: Path) -> None:
             await anyio.wait_all_tasks_blocked()
             for n in range(5):
                 r.write("tool.py", tool_source(f"Version {n}.", str(n)))
+            r.write("notes.txt", "not watched")  # in a watched directory, but not wanted
         assert got[0].changed == {tmp_path / "tool.py"}
         assert got[0].reloaded == ("tool",)
         # The next reload is for the next change only: the burst made one.
@@ -131,7 +133,8 @@ async def test_watch_starts_hot_reload_once(tmp_path: Path) -> None:
     async with Context() as root:
         deployment = await load_deployment(path, root)
         fiber = await watch(deployment)
-        assert fiber is not None and isinstance(root.hot_reload, HotReload)
+        assert fiber is not None
+        assert isinstance(root.hot_reload, HotReload)
         assert await watch(deployment) is None
         assert root.hot_reload.watched() == [path, tmp_path / "tool.py"]
 
@@ -150,3 +153,23 @@ async def test_without_watchfiles_the_error_names_the_extra(
     async with Context() as root:
         with pytest.raises(PluginLoadError, match=r"pip install 'dsh-harness\[watch\]'"):
             await load_deployment(path, root)
+
+
+async def test_changes_to_files_nobody_wants_are_dropped(tmp_path: Path) -> None:
+    wanted = tmp_path / "dsh.yml"
+
+    async def fake_awatch(*roots: Path, **options: object) -> AsyncIterator[set[tuple[int, str]]]:
+        yield {(2, str(tmp_path / "notes.txt"))}
+        yield {(2, str(wanted)), (2, str(tmp_path / "other.txt"))}
+
+    async def ignore(paths: set[Path]) -> None:
+        raise AssertionError("not called")
+
+    watcher = Watcher(lambda: [wanted], 0.2, ignore)
+    watcher.refresh()
+    send, receive = anyio.create_memory_object_stream[set[Path]](10)
+    async with send, receive:
+        await watcher._follow(fake_awatch, [tmp_path], False, anyio.Event(), send)
+        assert receive.receive_nowait() == {wanted}
+        with pytest.raises(anyio.WouldBlock):
+            receive.receive_nowait()
