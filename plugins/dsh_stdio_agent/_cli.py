@@ -1,5 +1,5 @@
 """``dsh run [FILE] [-p PROMPT] [-m MODEL] [--agent ID] [--resume ID | --continue]
-[--output text|json] [--yes]``: talk to the agent."""
+[--output text|json] [--yes] [--watch]``: talk to the agent."""
 
 from __future__ import annotations
 
