@@ -15,8 +15,9 @@ __all__ = ["StepGate", "Steps"]
 class Steps:
     """Which sessions are in a step, and a gate that holds new steps during a reload.
 
-    A step is in flight from the agent's ``agent/pre-step`` until its session records
-    ``step/end`` (or the agent goes idle: a step that ended early). :meth:`hold`
+    A step is in flight from the agent's ``agent/pre-step`` until its next one (the
+    step boundary, where a step that would start is held) or until the agent goes
+    idle (the turn's last step, or one that ended early). :meth:`hold`
     returns once none is, closing the gate at that very moment (from the callback that
     saw the last step end, so the next step of a busy agent cannot slip in first);
     steps that start afterwards wait in ``agent/pre-step`` until :meth:`release`. A
@@ -64,26 +65,23 @@ class Steps:
 
 class StepGate(Plugin):
     """Follows the agents' steps into a :class:`Steps` (its config); it injects
-    ``agents`` and ``sessions``, whose events it listens to."""
+    ``agents``, whose events it listens to."""
 
     name = "hot-reload/steps"
-    inject = ("agents", "sessions")
+    inject = ("agents",)
 
     def setup(self) -> Iterator[Callable[[], object]]:
         steps: Steps = self.config
         ctx = self.ctx
 
         async def pre_step(agent: Any, messages: Any, turn: int, step: int, call_next: Any) -> Any:
+            steps.leave(agent.session)  # the agent's previous step (if any) has ended
             await steps.enter(agent.session)
             return await call_next()
 
         def status(agent: Any, status: str) -> None:
             if status == "idle":
                 steps.leave(agent.session)
-
-        def event(session: Any, event: Any) -> None:
-            if event.type == "step/end":
-                steps.leave(session)
 
         def forget() -> None:  # the agents are gone with their service
             for key in list(steps.running):
@@ -92,4 +90,3 @@ class StepGate(Plugin):
         yield forget
         yield ctx.on("agent/pre-step", pre_step, prepend=True)
         yield ctx.on("agent/status", status)
-        yield ctx.on("session/event", event)
