@@ -21,6 +21,7 @@ from ._errors import (
     InvalidEffectError,
     InvalidPluginError,
     PluginLoadError,
+    ReloadRefusedError,
     ServiceConflictError,
     ServiceNotFoundError,
     UnknownEventError,
@@ -40,8 +41,10 @@ if TYPE_CHECKING:
         run_deployment_command,
     )
     from ._config import EntryInfo, validate_config
-    from ._deployment import leave_out_unset_env, load_deployment
+    from ._deployment import Deployment, leave_out_unset_env, load_deployment
+    from ._redeploy import Replan, deployment_of
     from ._report import CheckReport
+    from ._resolve import forget_modules
 
 __all__ = [
     "ALL_SCOPES",
@@ -52,6 +55,7 @@ __all__ = [
     "ConfigError",
     "Context",
     "CoreSpecs",
+    "Deployment",
     "DeploymentError",
     "Disposer",
     "DshError",
@@ -68,6 +72,8 @@ __all__ = [
     "InvalidPluginError",
     "Plugin",
     "PluginLoadError",
+    "ReloadRefusedError",
+    "Replan",
     "Service",
     "ServiceConflictError",
     "ServiceNotFoundError",
@@ -75,6 +81,8 @@ __all__ = [
     "add_deployment_argument",
     "counted",
     "deployment_file",
+    "deployment_of",
+    "forget_modules",
     "hookimpl",
     "hookspec",
     "leave_out_unset_env",
@@ -87,8 +95,12 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """Names whose modules ``import dsh`` leaves alone until first use: deployments
     bring YAML, pydantic and the entry points; commands argparse and more."""
-    if name in ("leave_out_unset_env", "load_deployment"):
+    if name in ("Deployment", "leave_out_unset_env", "load_deployment"):
         from . import _deployment as module
+    elif name in ("Replan", "deployment_of"):
+        from . import _redeploy as module  # type: ignore[no-redef]
+    elif name == "forget_modules":
+        from . import _resolve as module  # type: ignore[no-redef]
     elif name in (
         "DEFAULT_DEPLOYMENT",
         "Command",

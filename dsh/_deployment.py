@@ -8,17 +8,26 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._config import validate_config
 from ._context import Context
 from ._errors import ConfigError, DshError, DuplicateNameError, ServiceConflictError
 from ._fiber import Fiber, FiberState
-from ._plugin import Plugin, plugin_spec
-from ._resolve import resolve_plugin
+from ._plugin import Plugin, PluginSpec, plugin_spec
+from ._resolve import file_target, resolve_plugin
 from ._yaml import EntrySpec, deployment_error, line_of, parse_deployment, resolve_env
 
-__all__ = ["Deployment", "leave_out_unset_env", "load_deployment"]
+if TYPE_CHECKING:
+    from ._redeploy import Replan
+
+__all__ = [
+    "Deployment",
+    "leave_out_unset_env",
+    "load_deployment",
+    "plan_file",
+    "settle_report",
+]
 
 #: Whether ``load_deployment`` leaves out entries whose ``!env`` variables are unset.
 _LEAVE_OUT_UNSET = ContextVar("dsh_leave_out_unset_env", default=False)
@@ -61,17 +70,37 @@ class _Planned:
     name: str = ""
     config: Any = None
     children: list[_Planned] = field(default_factory=list)
+    spec: PluginSpec | None = None
 
 
 class Deployment(Plugin):
     """The fiber of one deployment file; ``fibers`` maps entry ids to their fibers,
-    ``left_out`` says which entries :func:`leave_out_unset_env` left out and why."""
+    ``left_out`` says which entries :func:`leave_out_unset_env` left out and why,
+    ``file`` and ``environ`` are what it was read with (see :meth:`replan`)."""
 
-    def __init__(
-        self, ctx: Context, config: tuple[list[_Planned], dict[str, Fiber], list[str]]
-    ) -> None:
+    def __init__(self, ctx: Context, config: _Loaded) -> None:
         super().__init__(ctx, config)
-        self.plan, self.fibers, self.left_out = config
+        self.plan, self.fibers, self.left_out = config.plan, config.fibers, config.left_out
+        self.file, self.environ = config.file, config.environ
+        #: The last parse of the file (see :func:`parse_deployment`).
+        self.parsed: dict[bytes, list[EntrySpec]] = {}
+
+    def replan(self) -> Replan:
+        """Read the file again and say what a reload would change (see
+        :class:`dsh.Replan`); nothing runs or stops yet. Raises
+        :class:`DeploymentError` (every located failure) when the file or an entry
+        fails to parse, import or validate, and :class:`ReloadRefusedError` when the
+        change would leave an entry without a service it requires."""
+        from ._redeploy import replan
+
+        return replan(self)
+
+    def sources(self) -> list[Path]:
+        """The files a file plugin (``./tool.py``, a ``./pkg`` directory) of this
+        deployment was imported from, each once."""
+        base = self.file.parent
+        found = {file_target(item.entry.name, base) for item in _walk(self.plan) if item.entry.name}
+        return sorted(path for path in found if path is not None)
 
     def setup(self) -> None:
         _start(self.ctx, self.plan, self.fibers)
@@ -83,6 +112,15 @@ class _Group(Plugin):
     def setup(self) -> None:
         plan, fibers = self.config
         _start(self.ctx, plan, fibers)
+
+
+@dataclass
+class _Loaded:
+    plan: list[_Planned]
+    fibers: dict[str, Fiber]
+    left_out: list[str]
+    file: Path
+    environ: Mapping[str, str] | None
 
 
 def _start(ctx: Context, plan: list[_Planned], fibers: dict[str, Fiber]) -> None:
@@ -142,7 +180,7 @@ def _plan(
         except ConfigError as exc:
             failures.append(str(exc))
             continue
-        plan.append(_Planned(entry, obj, default_name, config))
+        plan.append(_Planned(entry, obj, default_name, config, spec=spec))
     return plan
 
 
@@ -248,23 +286,38 @@ async def load_deployment(
     its file, line and entry id. ``environ`` replaces ``os.environ`` for ``!env``.
     """
     file = Path(path)
-    entries = parse_deployment(file)
-    found = _Findings()
-    plan = _plan(entries, file.parent, os.environ if environ is None else environ, found)
+    plan, found = plan_file(file, environ)
     if found.failures:
         raise deployment_error(file, found.left_out + found.failures)
     fibers: dict[str, Fiber] = {}
-    deployment = ctx._plugin(
-        Deployment, (plan, fibers, found.left_out), name=f"deployment:{file.name}"
-    )
+    loaded = _Loaded(plan, fibers, found.left_out, file, environ)
+    deployment = ctx._plugin(Deployment, loaded, name=f"deployment:{file.name}")
     await deployment
-    await _settle(fibers)
-    by_id = {item.entry.id: item.entry for item in _walk(plan)}
-    failures = _report(fibers, by_id)
+    failures = await settle_report(fibers, plan)
     if failures:
         await deployment.dispose()
         raise deployment_error(file, found.left_out + failures)
     return deployment
+
+
+def plan_file(
+    file: Path,
+    environ: Mapping[str, str] | None,
+    memo: dict[bytes, list[EntrySpec]] | None = None,
+) -> tuple[list[_Planned], _Findings]:
+    """Parse ``file`` (see :func:`parse_deployment` for ``memo``) and resolve its
+    enabled entries (importing their plugins)."""
+    entries = parse_deployment(file, memo)
+    found = _Findings()
+    plan = _plan(entries, file.parent, os.environ if environ is None else environ, found)
+    return plan, found
+
+
+async def settle_report(fibers: dict[str, Fiber], plan: list[_Planned]) -> list[str]:
+    """Wait for ``fibers`` to settle; one located line per problem among them."""
+    await _settle(fibers)
+    by_id = {item.entry.id: item.entry for item in _walk(plan)}
+    return _report(fibers, by_id)
 
 
 def _walk(plan: list[_Planned]) -> list[_Planned]:

@@ -19,6 +19,7 @@ __all__ = [
     "InvalidEffectError",
     "InvalidPluginError",
     "PluginLoadError",
+    "ReloadRefusedError",
     "ServiceConflictError",
     "ServiceNotFoundError",
     "UnknownEventError",
@@ -51,6 +52,14 @@ class DeploymentError(PluginLoadError):
     def __init__(self, message: str, failures: list[str] | None = None) -> None:
         super().__init__(message)
         self.failures: list[str] = list(failures or [])
+
+
+class ReloadRefusedError(DeploymentError):
+    """A reload of a running deployment was refused because it would leave an entry
+    without a service it requires; ``failures`` names each such entry (file, line, id)
+    and the service. The running version stays as it was."""
+
+    code = "RELOAD_REFUSED"
 
 
 class DuplicateNameError(DshError, ValueError):

@@ -18,20 +18,33 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
+import os
 import re
 import sys
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 
 from dsh._errors import PluginLoadError
 from dsh._plugin import Plugin
 
-__all__ = ["ENTRY_POINT_GROUP", "installed_plugins", "resolve_plugin"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "FILE_MODULE_PREFIX",
+    "file_target",
+    "forget_modules",
+    "installed_plugins",
+    "resolve_plugin",
+]
 
 ENTRY_POINT_GROUP = "dsh.plugins"
+#: How the module of a file plugin is named in ``sys.modules`` (then the file's stem
+#: and a digest of its path).
+FILE_MODULE_PREFIX = "_dsh_file_"
 
 _FILE_PREFIXES = ("./", "../")
 #: Frames of the import machinery are not where a plugin's import failed.
@@ -77,6 +90,35 @@ def resolve_plugin(name: str, base_dir: Path) -> tuple[object, str]:
     _check_attr(name, attr)
     module = _import_module(name, module_name, plugins)
     return _pick(name, module, module_name, attr), _default_name(attr, module_name)
+
+
+def file_target(name: str, base_dir: Path) -> Path | None:
+    """The file (or package directory) ``name`` refers to, when it names one."""
+    file_ref = _split_file_ref(name)
+    return None if file_ref is None else (base_dir / file_ref[0]).resolve()
+
+
+def forget_modules(paths: Iterable[Path]) -> list[str]:
+    """Remove from ``sys.modules`` every module loaded from one of ``paths`` (a file,
+    or any file under a directory), with the rest of its top-level package, so the
+    next import of any of them runs the code afresh; the names removed, sorted.
+
+    Objects already imported stay usable: whoever holds them keeps them alive.
+    """
+    roots = {os.path.realpath(path) for path in paths}
+    if not roots:
+        return []
+    under = tuple(root + os.sep for root in roots)
+    families = set()
+    for name, module in list(sys.modules.items()):
+        # Module files are absolute paths (dsh imports file plugins by their real path).
+        origin = getattr(module, "__file__", None) or ""
+        if origin in roots or origin.startswith(under):
+            families.add(name.partition(".")[0])
+    gone = sorted(name for name in sys.modules if name.partition(".")[0] in families)
+    for name in gone:
+        del sys.modules[name]
+    return gone
 
 
 def _split_file_ref(name: str) -> tuple[str, str | None] | None:
@@ -164,12 +206,13 @@ def _import_file(name: str, path: str, base_dir: Path) -> tuple[ModuleType, str]
     # The module name is stable for a path, so every deployment naming this file shares
     # one module, and unique across paths, so two "plugin.py" files never collide.
     digest = hashlib.sha256(str(target).encode()).hexdigest()[:12]
-    module_name = f"_dsh_file_{_NOT_IDENTIFIER.sub('_', stem)}_{digest}"
+    module_name = f"{FILE_MODULE_PREFIX}{_NOT_IDENTIFIER.sub('_', stem)}_{digest}"
     loaded = sys.modules.get(module_name)
     if loaded is not None:
         return loaded, stem
+    loader = _SourceLoader(module_name, str(source)) if source.suffix == ".py" else None
     spec = importlib.util.spec_from_file_location(
-        module_name, source, submodule_search_locations=search
+        module_name, source, loader=loader, submodule_search_locations=search
     )
     if spec is None or spec.loader is None:
         raise PluginLoadError(f'cannot import plugin "{name}": {source} is not a Python file')
@@ -181,6 +224,16 @@ def _import_file(name: str, path: str, base_dir: Path) -> tuple[ModuleType, str]
         sys.modules.pop(module_name, None)
         raise _import_failed(name, exc) from exc
     return module, stem
+
+
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles a plugin file from its source every time: a cached ``.pyc`` is
+    trusted by the file's mtime in whole seconds and its size, so an edit that keeps
+    the size within a second would import the previous code (hot reload edits files
+    that fast). Nothing is written next to the plugin either."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        return self.source_to_code(self.get_data(self.path), self.path)
 
 
 def _pick(name: str, module: ModuleType, display: str, attr: str | None) -> object:

@@ -404,26 +404,43 @@ class _Parser:
         return EnvRef(name, default, line) if ok else None
 
 
-def deployment_error(path: Path, failures: list[str]) -> DeploymentError:
-    """One error listing every failure of the deployment at ``path``, a line each."""
+def deployment_error(
+    path: Path, failures: list[str], kind: type[DeploymentError] = DeploymentError
+) -> DeploymentError:
+    """One error (a ``kind``) listing every failure of the deployment at ``path``, a
+    line each."""
     count = f"{len(failures)} problem{'s' if len(failures) != 1 else ''}"
-    return DeploymentError("\n".join([f"deployment {path} has {count}:", *failures]), failures)
+    return kind("\n".join([f"deployment {path} has {count}:", *failures]), failures)
 
 
 def _raise(path: Path, problems: list[tuple[int, str]]) -> NoReturn:
     raise deployment_error(path, [text for _, text in sorted(problems, key=lambda p: p[0])])
 
 
-def parse_deployment(path: Path) -> list[EntrySpec]:
+def parse_deployment(
+    path: Path, memo: dict[bytes, list[EntrySpec]] | None = None
+) -> list[EntrySpec]:
     """Parse a deployment file into entry specs.
 
     Every structural problem in the file is collected and reported in one
     :class:`DeploymentError`; ``!env`` values are left as :class:`EnvRef` placeholders.
+    With ``memo`` (a reloading deployment's), a file whose bytes are those it parsed
+    last time gives the same entry specs without being parsed again.
     """
     try:
         data = path.read_bytes()
     except OSError as exc:
         _raise(path, [(0, f"{path}: cannot read the file: {exc.strerror or exc}")])
+    if memo is not None and data in memo:
+        return memo[data]
+    specs = _parse(path, data)
+    if memo is not None:
+        memo.clear()
+        memo[data] = specs
+    return specs
+
+
+def _parse(path: Path, data: bytes) -> list[EntrySpec]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

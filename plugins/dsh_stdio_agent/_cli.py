@@ -1,5 +1,5 @@
 """``dsh run [FILE] [-p PROMPT] [-m MODEL] [--agent ID] [--resume ID | --continue]
-[--output text|json] [--yes]``: talk to the agent."""
+[--output text|json] [--yes] [--watch]``: talk to the agent."""
 
 from __future__ import annotations
 
@@ -54,6 +54,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         choices=OUTPUTS,
         default="text",
         help="json: the turn's session events as JSON lines on stdout (with -p or piped input)",
+    )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload what changed when the deployment file or a file plugin is edited "
+        "(hot-reload; needs the watch extra)",
     )
     parser.add_argument(
         "-y",
@@ -148,6 +154,10 @@ def _run(args: argparse.Namespace) -> int:
 
     async def talk(root: Context, deployment: Fiber) -> int:
         agent_id: str | None = args.agent
+        if args.watch:
+            from dsh_hot_reload import watch
+
+            await watch(deployment)
         if args.resume is not None or args.continue_newest:
             agent_id = await _resume(root, path, args)
         frontend = root.get("frontend")
