@@ -27,7 +27,7 @@ class FakeAgent:
     cwd: str | None
 
 
-PROJECT = "/work/proj"
+PROJECT = "/srv/proj"
 HOME = "/home/me"
 
 
@@ -148,25 +148,25 @@ def test_a_deny_inside_a_substitution_part_still_denies() -> None:
 PATH_TABLE = [
     # rule, tool, path given, cwd, matches?
     ("Read(./src/**)", "read", "src/a.py", PROJECT, True),
-    ("Read(./src/**)", "read", "/work/proj/src/deep/b.py", PROJECT, True),
+    ("Read(./src/**)", "read", "/srv/proj/src/deep/b.py", PROJECT, True),
     ("Read(./src/**)", "read", "lib/a.py", PROJECT, False),
     ("Read(./src/**)", "read", "../other/src/a.py", PROJECT, False),
     ("Read(src/**)", "read", "src/a.py", PROJECT, True),
     ("Read(*.env)", "read", "deep/down/prod.env", PROJECT, True),
     ("Read(.env)", "read", "sub/.env", PROJECT, True),
     ("Read(./.env)", "read", "sub/.env", PROJECT, False),
-    ("Read(/docs/**)", "read", "/work/proj/docs/x.md", "/work/proj/sub", True),
-    ("Read(/docs/**)", "read", "/work/proj/sub/docs/x.md", "/work/proj/sub", False),
+    ("Read(/docs/**)", "read", "/srv/proj/docs/x.md", "/srv/proj/sub", True),
+    ("Read(/docs/**)", "read", "/srv/proj/sub/docs/x.md", "/srv/proj/sub", False),
     ("Read(//etc/passwd)", "read", "/etc/passwd", PROJECT, True),
     ("Read(//etc/**)", "read", "/etc/ssh/sshd_config", PROJECT, True),
-    ("Read(//etc/**)", "read", "/work/etc/x", PROJECT, False),
+    ("Read(//etc/**)", "read", "/srv/etc/x", PROJECT, False),
     ("Edit(~/notes/*.md)", "edit", "~/notes/today.md", PROJECT, True),
     ("Edit(~/notes/*.md)", "edit", "/home/me/notes/today.md", PROJECT, True),
     ("Edit(~/notes/*.md)", "edit", "/home/me/notes/sub/today.md", PROJECT, False),
     ("Edit(~/notes/*.md)", "write", "/home/me/notes/new.md", PROJECT, True),
     ("Write(~/notes/*.md)", "edit", "/home/me/notes/new.md", PROJECT, False),
     ("Read(./src/**)", "grep", "src/pkg", PROJECT, True),
-    ("Read(/src/**)", "glob", None, "/work/proj/src/pkg", True),
+    ("Read(/src/**)", "glob", None, "/srv/proj/src/pkg", True),
     ("Read(./src/**)", "edit", "src/a.py", PROJECT, False),
     ("Glob(./src/**)", "glob", "src/x", PROJECT, True),
     ("Grep(./src/**)", "grep", "src/x", PROJECT, True),
