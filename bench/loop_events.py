@@ -25,31 +25,13 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import anyio
-from pydantic import BaseModel
 
 import dsh_agent_loop._tool_calls as calls_module
+from bench._echo_turn import ECHO, STEPS, install_echo_turn
 from dsh import Context
-from dsh.testing import ScriptedModel, text, tool_call, tool_calls
 from dsh_agent_core import AgentCore
 from dsh_agent_loop import LoopAgent
-from dsh_tools import Tool, ToolCall, ToolResult
-
-STEPS = 100
-USAGE = (1200, 40, 800)
-
-
-class _Args(BaseModel):
-    text: str = ""
-
-
-async def _echo(args: _Args, call: ToolCall) -> str:
-    return args.text
-
-
-def _reply(request: Any) -> Any:
-    if request.step <= STEPS:
-        return tool_calls(tool_call("echo", {"text": "hi"}), usage=USAGE)(request)
-    return text("done", usage=USAGE)
+from dsh_tools import ToolCall, ToolResult
 
 
 async def _unhooked(agent: Any, tools: Any, call: ToolCall) -> ToolResult:
@@ -81,9 +63,7 @@ async def end_to_end(rounds: int) -> dict[str, float]:
     paths = {"real": module._execute, "unhooked": _unhooked}
     samples: dict[str, list[float]] = {name: [] for name in CASES}
     async with Context() as root:
-        await root.plugin(AgentCore, {"max_steps": STEPS + 10})
-        ScriptedModel(respond=_reply, models=["m"]).install(root)
-        root.tools.register(Tool(name="echo", description="e", parameters=_Args, execute=_echo))
+        await install_echo_turn(root)
         for _ in range(rounds):
             for name, (path, listeners) in CASES.items():
                 module._execute = paths[path]
@@ -108,7 +88,7 @@ async def isolated(number: int) -> dict[str, float]:
     best = dict.fromkeys(CASES, float("inf"))
     async with Context() as root:
         await root.plugin(AgentCore, {})
-        root.tools.register(Tool(name="echo", description="e", parameters=_Args, execute=_echo))
+        root.tools.register(ECHO)
         agents: dict[str, LoopAgent] = {}
         for name, (_, listeners) in CASES.items():
             agent = agents[name] = cast("LoopAgent", root.agents.create(model="m"))

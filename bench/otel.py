@@ -33,17 +33,11 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pydantic import BaseModel
 
+from bench._echo_turn import STEPS, install_echo_turn
 from dsh import Context
-from dsh.testing import ScriptedModel, text, tool_call, tool_calls
-from dsh_agent_core import AgentCore
 from dsh_agent_loop import LoopAgent
 from dsh_otel import Otel
-from dsh_tools import Tool, ToolCall
-
-STEPS = 100
-USAGE = (1200, 40, 800)
 
 #: Each case: the ``otel`` config, or None for a deployment without the plugin.
 CASES: dict[str, dict[str, Any] | None] = {
@@ -54,25 +48,9 @@ CASES: dict[str, dict[str, Any] | None] = {
 }
 
 
-class _Args(BaseModel):
-    text: str = ""
-
-
-async def _echo(args: _Args, call: ToolCall) -> str:
-    return args.text
-
-
-def _reply(request: Any) -> Any:
-    if request.step <= STEPS:
-        return tool_calls(tool_call("echo", {"text": "hi"}), usage=USAGE)(request)
-    return text("done", usage=USAGE)
-
-
 async def _deployment(stack: AsyncExitStack, config: dict[str, Any] | None) -> Context:
     root = await stack.enter_async_context(Context())
-    await root.plugin(AgentCore, {"max_steps": STEPS + 10})
-    ScriptedModel(respond=_reply, models=["m"]).install(root)
-    root.tools.register(Tool(name="echo", description="e", parameters=_Args, execute=_echo))
+    await install_echo_turn(root)
     if config is not None:
         await root.plugin(Otel, config)
     return root

@@ -27,21 +27,15 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import anyio
-from pydantic import BaseModel
 
 import dsh_agent_loop._agent as agent_module
+from bench._echo_turn import STEPS, USAGE, install_echo_turn
 from dsh import Context
-from dsh.testing import ScriptedModel, text, tool_call, tool_calls
-from dsh_agent_core import AgentCore
 from dsh_agent_loop import LoopAgent
 from dsh_agent_loop._limits import check_turn_limits, turn_tokens
 from dsh_agent_loop._usage import estimate_usage
 from dsh_llm import LlmRequest, Message, TextBlock, ToolCallBlock, ToolResultBlock, Usage
 from dsh_system_prompt import ToolSchema
-from dsh_tools import Tool, ToolCall
-
-STEPS = 100
-USAGE = (1200, 40, 800)
 
 
 def _nothing(agent: object, steps: int, used: int) -> None:
@@ -67,20 +61,6 @@ def isolated(number: int) -> dict[str, float]:
     }
 
 
-class _Args(BaseModel):
-    text: str = ""
-
-
-async def _echo(args: _Args, call: ToolCall) -> str:
-    return args.text
-
-
-def _reply(request: Any) -> Any:
-    if request.step <= STEPS:
-        return tool_calls(tool_call("echo", {"text": "hi"}), usage=USAGE)(request)
-    return text("done", usage=USAGE)
-
-
 async def end_to_end(rounds: int) -> dict[str, float]:
     """Median microseconds per step of a turn of ``STEPS`` tool steps, with the real
     check and with a no-op in its place, interleaved."""
@@ -89,9 +69,7 @@ async def end_to_end(rounds: int) -> dict[str, float]:
     checks = {"with the checks": real, "checks replaced by a no-op": _nothing}
     samples: dict[str, list[float]] = {name: [] for name in checks}
     async with Context() as root:
-        await root.plugin(AgentCore, {"max_steps": STEPS + 10})
-        ScriptedModel(respond=_reply, models=["m"]).install(root)
-        root.tools.register(Tool(name="echo", description="e", parameters=_Args, execute=_echo))
+        await install_echo_turn(root)
         for _ in range(rounds):
             for name, check in checks.items():
                 module.check_turn_limits = check
