@@ -75,13 +75,13 @@ def slash_commands(service: Checkpoints) -> list[SlashCommand]:
         SlashCommand(
             "undo",
             "take back the files the last turn changed (or the last undo)",
+            "[--force]",
             undo,
-            argument_hint="[--force]",
         ),
         SlashCommand(
             "rewind",
             "list the turns, or restore the files and the conversation to before turn N",
+            "[N] [--force]",
             rewind,
-            argument_hint="[N] [--force]",
         ),
     ]

@@ -89,7 +89,7 @@ class SlashCommands(Service):
                 raise SlashCommandError(
                     f'slash command "/{name}": {field} must be a string, got {type(value).__name__}'
                 )
-        if not callable(command.run):
+        if command.run is None or not callable(command.run):
             raise SlashCommandError(f'slash command "/{name}": run must be an async function')
         ctx = self.ctx
         held = self._commands.get(name)
@@ -158,6 +158,7 @@ class SlashCommands(Service):
             switch=switch,
         )
         try:
+            assert command.run is not None  # register refuses a command without one
             await command.run(invocation)
         except DshError as exc:
             reply(f"/{command.name}: {exc}\n")

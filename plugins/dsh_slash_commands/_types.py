@@ -65,8 +65,11 @@ class SlashCommand:
 
     name: str
     description: str
-    run: Callable[[SlashInvocation], Awaitable[None]]
     argument_hint: str = ""
+    #: Required (the default only lets ``argument_hint`` come before it positionally,
+    #: as in ``SlashCommand(name, description, argument_hint, run)``): registering a
+    #: command without one is refused.
+    run: Callable[[SlashInvocation], Awaitable[None]] | None = None
 
 
 def split_command(text: str) -> tuple[str, str] | None:

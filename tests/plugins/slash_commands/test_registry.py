@@ -140,7 +140,26 @@ async def test_bad_shapes_are_refused() -> None:
             registry.register(command("x", argument_hint=None))
         with pytest.raises(SlashCommandError, match="run must be an async function"):
             registry.register(command("x", run="no"))
+        with pytest.raises(SlashCommandError, match=r'"/x": run must be an async function'):
+            registry.register(SlashCommand("x", "no run given"))
         assert registry.list() == []
+
+
+async def test_the_fields_come_in_the_contracts_order() -> None:
+    """``SlashCommand(name, description, argument_hint, run)`` (ARCHITECTURE §6.16)."""
+    shout = SlashCommand("shout", "say it loud", "TEXT", noop)
+    assert (shout.name, shout.description, shout.argument_hint, shout.run) == (
+        "shout",
+        "say it loud",
+        "TEXT",
+        noop,
+    )
+    async with Context() as root:
+        await root.plugin(SlashCommands)
+        dispose = root.slash_commands.register(shout)
+        assert root.slash_commands.list() == [shout]
+        dispose()
+        assert root.slash_commands.list() == []
 
 
 def test_split_command() -> None:
