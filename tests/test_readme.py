@@ -90,7 +90,8 @@ def test_the_readme_test_command_gates_coverage_summed_over_its_workers(
         text=True,
         check=False,
     )
-    assert sorted(p.name for p in seen.iterdir()) == ["gw0", "gw1"], done.stdout + done.stderr
+    # Each file ran on a worker of its own (which two of the workers is the scheduler's).
+    assert len(list(seen.iterdir())) == 2, done.stdout + done.stderr
     if whispered:
         assert done.returncode == 0, done.stdout + done.stderr
         assert "coverage gate: 1 files at 100% branch coverage" in done.stdout
