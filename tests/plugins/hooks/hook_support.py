@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from tests.core.lifeline_support import await_exits
 
 __all__ = ["gone", "python_hook", "records", "shell_hook"]
 
@@ -53,14 +53,11 @@ def records(folder: Path, name: str) -> list[dict[str, Any]]:
 
 
 def gone(pid: int) -> bool:
-    """Wait (bounded) until ``pid`` has exited (a zombie counts as exited)."""
-    deadline = time.monotonic() + PATIENCE
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.01)
-    return not os.path.exists(f"/proc/{pid}")
+    """Wait (bounded) until ``pid`` has exited (a zombie counts as exited): on its pidfd,
+    which the kernel makes readable when the process ends."""
+    await_exits([pid], PATIENCE)
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state == "Z"
