@@ -7,17 +7,8 @@ See this package's README for the contract.
 
 from __future__ import annotations
 
-from ._service import (
-    CHECKS,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    StdioAgent,
-    StdioAgentConfig,
-    StdioAgentError,
-    checklist,
-    exit_status,
-)
+from ._report import CHECKS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, checklist, exit_status
+from ._service import StdioAgent, StdioAgentConfig, StdioAgentError
 from ._stdin import read_stdin_key, read_stdin_line
 
 plugin = StdioAgent

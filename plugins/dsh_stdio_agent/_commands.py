@@ -16,11 +16,12 @@ from dsh_system_prompt import render_prompt
 from ._usage import session_usage, usage_text
 
 if TYPE_CHECKING:
-    from ._service import StdioAgent, _Chat
+    from ._chat import Chat
+    from ._service import StdioAgent
 
 __all__ = ["help_lines", "terminal_commands"]
 
-_Run = Callable[["_Chat", SlashInvocation], Awaitable[None]]
+_Run = Callable[["Chat", SlashInvocation], Awaitable[None]]
 
 
 def help_lines(commands: list[SlashCommand]) -> list[str]:
@@ -32,15 +33,15 @@ def help_lines(commands: list[SlashCommand]) -> list[str]:
     ]
 
 
-async def _help(chat: _Chat, invocation: SlashInvocation) -> None:
+async def _help(chat: Chat, invocation: SlashInvocation) -> None:
     chat.say(chat.help_text(chat.owner.home_ctx.slash_commands.list()))
 
 
-async def _exit(chat: _Chat, invocation: SlashInvocation) -> None:
+async def _exit(chat: Chat, invocation: SlashInvocation) -> None:
     chat.quitting = True
 
 
-async def _model(chat: _Chat, invocation: SlashInvocation) -> None:
+async def _model(chat: Chat, invocation: SlashInvocation) -> None:
     home = chat.owner.home_ctx
     agent = chat.agent
     served: list[str] = home.llm.models()
@@ -56,7 +57,7 @@ async def _model(chat: _Chat, invocation: SlashInvocation) -> None:
     chat.say(f"model: {name} (from the next turn on)\n")
 
 
-async def _clear(chat: _Chat, invocation: SlashInvocation) -> None:
+async def _clear(chat: Chat, invocation: SlashInvocation) -> None:
     home = chat.owner.home_ctx
     old = chat.agent.session.id
     chat.switch(await home.agents.renew(chat.agent.id))
@@ -65,14 +66,14 @@ async def _clear(chat: _Chat, invocation: SlashInvocation) -> None:
     chat.say(f"new session {chat.agent.session.id}\n  the previous one, {old}, {fate}\n")
 
 
-async def _tokens(chat: _Chat, invocation: SlashInvocation) -> None:
+async def _tokens(chat: Chat, invocation: SlashInvocation) -> None:
     session = chat.agent.session
     usage = session_usage(session)
     spent = "no tokens recorded" if usage is None else usage_text(usage)
     chat.say(f"{counted(session.last_turn(), 'turn')}: {spent}\n")
 
 
-async def _sessions(chat: _Chat, invocation: SlashInvocation) -> None:
+async def _sessions(chat: Chat, invocation: SlashInvocation) -> None:
     home = chat.owner.home_ctx
     if not home.events.event("session/list").listeners():
         chat.warn("no session persistence is configured (add session-jsonl)")
@@ -85,7 +86,7 @@ async def _sessions(chat: _Chat, invocation: SlashInvocation) -> None:
     chat.say("\n".join(lines) + "\n" if lines else "no stored sessions\n")
 
 
-async def _prompt(chat: _Chat, invocation: SlashInvocation) -> None:
+async def _prompt(chat: Chat, invocation: SlashInvocation) -> None:
     try:
         assembly = await chat.owner.home_ctx.system_prompt.assemble(
             assemble_context_for(chat.agent)

@@ -1,28 +1,23 @@
-"""The ``StdioAgent`` front-end service: a terminal chat with one agent."""
+"""The ``StdioAgent`` front-end service: a terminal chat with one agent. It chooses the
+agent, answers ``dsh check`` and registers the terminal's commands; each ``run`` is a
+:class:`._chat.Chat` (or, on a terminal, a :class:`._terminal.TerminalChat`)."""
 
 from __future__ import annotations
 
-import functools
-import io
-import json
 import os
-import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, TextIO
 
-import anyio
-from anyio.abc import TaskStatus
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh import Context, Disposer, DshError, Service
 from dsh_agent import Agent
-from dsh_approval import ALWAYS
-from dsh_session import Session, SessionEvent
-from dsh_slash_commands import SlashCommand
 
-from ._commands import help_lines, terminal_commands
-from ._stdin import read_stdin_key, read_stdin_line
+from ._chat import Chat
+from ._commands import terminal_commands
+from ._report import EXIT_FAILED
+from ._stdin import read_stdin_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,34 +25,16 @@ if TYPE_CHECKING:
     from dsh import CheckReport
 
 __all__ = [
-    "CHECKS",
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
     "OUTPUTS",
     "StdioAgent",
     "StdioAgentConfig",
     "StdioAgentError",
-    "checklist",
-    "exit_status",
+    "default_history_file",
 ]
-
-#: The turn completed (or stopped at the token limit); the REPL ended with ``/exit``
-#: or at end of input.
-EXIT_OK = 0
-#: The turn failed (``error``, ``blocked``, or it never ran); no agent to talk to.
-EXIT_FAILED = 1
-#: Ctrl-C: the one-shot turn was cancelled (``aborted``), or Ctrl-C twice in a row.
-EXIT_INTERRUPTED = 130
 
 #: What ``run(output=...)`` accepts: the answer as text, or the turn's session events
 #: as JSON lines.
 OUTPUTS = ("text", "json")
-
-#: The first line of ``/help``; the registered commands follow it.
-HELP_INTRO = "Type a message and press Enter to send it to the agent. Commands:"
-#: What the line REPL's ``/help`` ends with.
-HELP_KEYS = "Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.\n"
 
 
 def default_history_file() -> str:
@@ -103,66 +80,6 @@ class StdioAgentError(DshError, RuntimeError):
     code = "STDIO_AGENT"
 
 
-def exit_status(reason: Mapping[str, Any] | None) -> int:
-    """The exit status of a one-shot run whose turn ended with ``reason``.
-
-    ``completed`` and ``max-tokens`` are success (the answer was written; a truncated
-    one is flagged on stderr); ``aborted`` is :data:`EXIT_INTERRUPTED`; ``error``,
-    ``blocked``, any other kind and a turn that never ran (``None``) are
-    :data:`EXIT_FAILED`.
-    """
-    kind = None if reason is None else reason.get("kind")
-    if kind in ("completed", "max-tokens"):
-        return EXIT_OK
-    if kind == "aborted":
-        return EXIT_INTERRUPTED
-    return EXIT_FAILED
-
-
-#: The turn-limit codes of a ``turn/end`` reason, and the config key of each limit.
-_LIMITS = {"MAX_STEPS": "max_steps", "USAGE_LIMIT": "max_turn_tokens"}
-
-
-def describe_end(reason: Mapping[str, Any]) -> str | None:
-    """The stderr line reporting a turn end, or None for ``completed``."""
-    kind = reason.get("kind")
-    message = reason.get("message")
-    if kind == "completed":
-        return None
-    if kind == "aborted":
-        return f"[aborted] the turn was cancelled ({reason.get('reason', 'user')})"
-    if kind == "error":
-        code = reason.get("code")
-        limit = _LIMITS.get(str(code))
-        hint = f"; the agent config's {limit} sets it" if limit else ""
-        return f"[error] {message} (code {code}{hint})"
-    if kind == "blocked":
-        return f"[blocked] {message}"
-    if kind == "max-tokens":
-        return "[max-tokens] the answer stopped at the model's token limit"
-    return f"[{kind}] {message or 'the turn ended'}"
-
-
-#: How a checklist line marks a task's status.
-CHECKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-
-
-def checklist(todos: list[Mapping[str, Any]]) -> str:
-    """The lines a ``todo/write`` list is shown as: a ``[todo]`` header, then one
-    ``[x]``/``[>]``/``[ ]`` line per task."""
-    if not todos:
-        return "[todo] (empty list)"
-    done = sum(todo["status"] == "completed" for todo in todos)
-    lines = [f"[todo] {done}/{len(todos)} completed"]
-    lines.extend(f"  {CHECKS.get(todo['status'], '[?]')} {todo['content']}" for todo in todos)
-    return "\n".join(lines)
-
-
-def _compact(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 class StdioAgent(Service):
     """Chat with an agent on stdin/stdout (ctx key ``frontend``).
 
@@ -189,7 +106,7 @@ class StdioAgent(Service):
         self.interactive: bool | None = None
         self.terminal: bool | None = None
         self.console: Console | None = None
-        self._chat: _Chat | None = None
+        self._chat: Chat | None = None
 
     def _wants_terminal(self, out: TextIO) -> bool:
         """Whether a run without a prompt is the terminal chat (see ``terminal``)."""
@@ -251,7 +168,7 @@ class StdioAgent(Service):
         for command in terminal_commands(self):
             yield self.ctx.slash_commands.register(command)
 
-    def running_chat(self) -> _Chat:
+    def running_chat(self) -> Chat:
         """The chat ``run`` is running (its commands act on it); raises
         :class:`StdioAgentError` when there is none."""
         if self._chat is None:
@@ -332,7 +249,7 @@ class StdioAgent(Service):
             err.write("JSON output needs a one-shot run (-p) or input that is not a terminal\n")
             err.flush()
             return EXIT_FAILED
-        chat_type = _Chat
+        chat_type = Chat
         if prompt is None and output == "text" and self._wants_terminal(out):
             from ._terminal import TerminalChat  # imports prompt_toolkit and rich
 
@@ -353,330 +270,3 @@ class StdioAgent(Service):
             return await chat.run(prompt)
         finally:
             self._chat = None
-
-
-class _Chat:
-    """One ``run``: the conversation's state and its rendering."""
-
-    def __init__(
-        self,
-        owner: StdioAgent,
-        agent: Agent,
-        out: TextIO,
-        err: TextIO,
-        *,
-        interactive: bool,
-        one_shot: bool,
-        assume_yes: bool = False,
-    ) -> None:
-        self.owner = owner
-        self.config: StdioAgentConfig = owner.config
-        self.agent = agent
-        self.out = out
-        self.err = err
-        self.interactive = interactive
-        self.one_shot = one_shot
-        self.assume_yes = assume_yes
-        self.asking = anyio.Lock()
-        self.todos: list[Any] | None = None  # the checklist shown last
-        self.busy = False
-        self.interrupts = 0
-        self.scope = anyio.CancelScope()
-        self.open: TextIO | None = None  # the stream whose last line is unfinished
-        self.json_lines = False  # stdout gets the session events as JSON lines
-        self.show_session = False  # end with `session: <id>` on stderr (no terminal REPL)
-        self.worst = EXIT_OK  # EXIT_FAILED once a turn failed (no terminal REPL)
-        self.pipe_closed = False  # stdout's reader went away
-        self.quitting = False  # /exit ran
-
-    # -- output ---------------------------------------------------------------------------
-
-    def end_line(self) -> None:
-        if self.open is not None:
-            self.open.write("\n")
-            self.open.flush()
-            self.open = None
-
-    def stream(self, target: TextIO, text: str) -> None:
-        """Write streamed text; a line left open on the other stream is ended first."""
-        if self.open is not target:
-            self.end_line()
-        target.write(text)
-        target.flush()
-        self.open = None if text.endswith("\n") else target
-
-    def say(self, text: str) -> None:
-        """Whole lines to stdout."""
-        self.end_line()
-        self.out.write(text)
-        self.out.flush()
-
-    def note(self, line: str) -> None:
-        """One line to stderr."""
-        self.end_line()
-        self.err.write(line + "\n")
-        self.err.flush()
-
-    def warn(self, line: str) -> None:
-        """A command's refusal: one line to stderr."""
-        self.note(line)
-
-    def reply(self, text: str) -> None:
-        """What a slash command shows the user: whole lines on stdout."""
-        self.say(text if text.endswith("\n") else text + "\n")
-
-    def help_text(self, commands: list[SlashCommand]) -> str:
-        """``/help``: the registered ``commands``, then the keys."""
-        return "\n".join([HELP_INTRO, *help_lines(commands), self.help_keys()])
-
-    def help_keys(self) -> str:
-        return HELP_KEYS
-
-    def switch(self, agent: Agent) -> None:
-        """Talk to ``agent`` from now on (``/clear``, ``/model``)."""
-        self.agent = agent
-        self.todos = None
-
-    def show_prompt(self) -> None:
-        self.stream(self.out, self.config.prompt)
-
-    def on_session_event(self, session: Session, event: SessionEvent) -> None:
-        """The ``session/event`` listener: :meth:`on_event`, except that stdout's reader
-        going away (``dsh run | head``) ends the run instead of failing the turn."""
-        if self.pipe_closed:
-            return
-        try:
-            self.on_event(session, event)
-        except BrokenPipeError:
-            self.pipe_closed = True
-            if self.open is self.out:
-                self.open = None
-            self.out = io.StringIO()  # what is left to write goes nowhere
-            self.agent.cancel()
-            self.scope.cancel()
-
-    def on_event(self, session: Session, event: SessionEvent) -> None:
-        if session is not self.agent.session:
-            depth = self.depth_of(session)
-            if depth:
-                self.on_child_event(session, event, depth)
-            return
-        data = event.data
-        kind = event.type
-        limit = self.config.preview_chars
-        if self.json_lines:
-            self.say(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
-        if kind == "assistant/chunk":
-            chunk = data["chunk"]
-            if chunk["type"] == "text-delta" and not self.json_lines:
-                self.stream(self.out, chunk["text"])
-            elif chunk["type"] == "reasoning-delta" and self.config.show_reasoning:
-                self.stream(self.err, chunk["text"])
-        elif kind == "tool/call":
-            self.note(f"[tool] {data['name']} {_compact(data['arguments'], limit)}")
-        elif kind == "tool/result":
-            content = _compact(data["content"], limit)
-            if data["is_error"]:
-                self.note(f"[tool] {data['name']} failed ({data.get('code')}): {content}")
-            else:
-                self.note(f"[tool] {data['name']} -> {content}")
-        elif kind == "turn/end":
-            line = describe_end(data["reason"])
-            if line is not None:
-                self.note(line)
-        elif kind == "todo/write" and data["todos"] != self.todos:
-            self.todos = data["todos"]
-            self.note(checklist(data["todos"]))
-
-    def depth_of(self, session: Session) -> int:
-        """How many delegations below the agent's session ``session`` is (0: not one
-        of its subagents)."""
-        depth = 0
-        store = self.owner.home_ctx.sessions
-        current: Session | None = session
-        while current is not None and current is not self.agent.session:
-            parent = current.header.meta.get("parent_session")
-            current = store.get(parent) if isinstance(parent, str) else None
-            depth += 1
-        return depth if current is not None else 0
-
-    def on_child_event(self, session: Session, event: SessionEvent, depth: int) -> None:
-        """A subagent's activity, indented under the tool call that started it: its
-        tool calls and its final text (not its streamed deltas)."""
-        data = event.data
-        indent = "  " * depth
-        who = f"[{session.header.meta.get('agent', '?')}]"
-        limit = self.config.preview_chars
-        if event.type == "tool/call":
-            self.note(f"{indent}{who} [tool] {data['name']} {_compact(data['arguments'], limit)}")
-        elif event.type == "assistant/message" and not data.get("interrupted"):
-            blocks = data["message"]["content"]
-            text = "".join(b["text"] for b in blocks if b.get("type") == "text")
-            if text.strip():
-                self.note(f"{indent}{who} {_compact(text, limit)}")
-
-    # -- approvals ------------------------------------------------------------------------
-
-    async def answer(self, request: Any) -> bool | str:
-        """The approval responder: one question at a time. A one-shot run declines
-        (``assume_yes`` allows); the REPL asks ``Allow <title>? [y/N]`` and takes
-        ``y`` as yes, anything else (Ctrl-C, Enter, the end of input) as no. When the
-        approval service remembers "always" answers (``dsh_permissions``), it asks
-        ``[y/N/a]`` and ``a`` answers ``"always"``."""
-        async with self.asking:
-            title = request.title
-            if self.assume_yes:
-                self.note(f"[approval] allowed (--yes): {title}")
-                return True
-            if self.one_shot:
-                self.note(
-                    f"[approval] declined: {title} (a one-shot run asks nobody; "
-                    "dsh run --yes allows every action)"
-                )
-                return False
-            approval = self.owner.home_ctx.get("approval")
-            always = approval is not None and approval.remembers
-            key = await self.ask(f"Allow {title}? {'[y/N/a]' if always else '[y/N]'} ")
-            first = key.strip()[:1].lower()
-            if always and first == "a":
-                self.stream(self.err, "a\n")
-                return ALWAYS
-            yes = first == "y"
-            self.stream(self.err, "y\n" if yes else "n\n")
-            return yes
-
-    async def ask(self, question: str) -> str:
-        """Show ``question`` on stderr and return the answer: the injected
-        ``read_key``'s, one key from the terminal, or the next line of input."""
-        owner = self.owner
-        show = functools.partial(self.stream, self.err, question)
-        if owner.read_key is None and self.interactive and owner.read_line is read_stdin_line:
-            return await read_stdin_key(ready=show)
-        show()
-        read = owner.read_line if owner.read_key is None else owner.read_key
-        return await read()
-
-    # -- control --------------------------------------------------------------------------
-
-    def interrupt(self) -> None:
-        self.interrupts += 1
-        if self.busy and self.interrupts == 1:
-            self.agent.cancel()
-            return
-        if self.one_shot or self.interrupts > 1:
-            self.agent.cancel()
-            self.scope.cancel()
-            return
-        self.note("(press Ctrl-C again to quit, or type /exit)")
-        if self.interactive:
-            self.show_prompt()
-
-    async def _watch_signals(self, *, task_status: TaskStatus[None]) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
-            task_status.started()
-            async for _ in signals:
-                self.owner.interrupt()
-
-    async def run(self, prompt: str | None) -> int:
-        status = EXIT_INTERRUPTED
-        async with anyio.create_task_group() as tg:
-            await tg.start(self._watch_signals)
-            home = self.owner.home_ctx
-            stop = home.on("session/event", self.on_session_event)
-            approval = home.get("approval")
-            unanswer = None if approval is None else approval.set_responder(self.answer)
-            try:
-                with self.scope:
-                    if prompt is not None:
-                        status = exit_status(await self.turn(prompt))
-                    else:
-                        status = await self.repl()
-            finally:
-                stop()
-                if unanswer is not None:
-                    unanswer()
-                self.end_line()
-                tg.cancel_scope.cancel()
-        # The front-end is done with the session: session/end listeners hear it now,
-        # before the deployment unloads them (an agent not made by the loop has none).
-        end_session = getattr(self.agent, "end_session", None)
-        if end_session is not None:
-            with anyio.CancelScope(shield=True):
-                await end_session()
-        if self.pipe_closed:
-            raise BrokenPipeError("stdout's reader went away")
-        session = self.agent.session
-        if self.show_session and session.events and not (self.interactive and prompt is None):
-            self.note(f"session: {session.id}")
-        # Records a backend could not store (a write failed and no retry succeeded):
-        # the run says so last and fails, whatever its turns did.
-        for unsaved in self.owner.home_ctx.sessions.flush(session):
-            self.note(f"[lost] {unsaved}")
-            status = status or EXIT_FAILED
-        return status
-
-    async def turn(self, text: str) -> Mapping[str, Any] | None:
-        """Send ``text`` as its own turn and wait until the agent is idle again;
-        returns how that turn ended (None when it never ran)."""
-        agent = self.agent
-        await agent.when_idle()
-        number = agent.session.last_turn() + 1
-        self.busy = True
-        try:
-            agent.send(text)
-            await agent.when_idle()
-        finally:
-            self.busy = False
-        self.end_line()
-        reason = agent.session.turn_end(number)
-        if reason is None:
-            self.note("[not run] the agent went idle without running the message")
-        return reason
-
-    async def repl(self) -> int:
-        if self.interactive:
-            agent = self.agent
-            self.note(
-                f'dsh: talking to agent "{agent.id}" ({agent.model}). '
-                "/help lists the commands; Ctrl-C cancels a turn; Ctrl-D quits."
-            )
-        while True:
-            if self.interactive:
-                self.show_prompt()
-            line = await self.owner.read_line()
-            if not line:
-                return self.worst
-            # The line was typed (ending the prompt's line on a terminal): a new row.
-            self.open = None
-            self.interrupts = 0
-            text = line.strip()
-            if not text:
-                continue
-            if text.startswith("/"):
-                if await self.command(text):
-                    return self.worst
-                continue
-            await self.user_turn(text)
-
-    async def user_turn(self, text: str) -> None:
-        """A message of the user's (typed, or sent by a slash command) as one turn."""
-        reason = await self.turn(text)
-        # Piped input: a script reads the exit status. A turn cancelled by Ctrl-C
-        # is the user's choice, not a failure.
-        if not self.interactive and exit_status(reason) == EXIT_FAILED:
-            self.worst = EXIT_FAILED
-
-    async def command(self, text: str) -> bool:
-        """Run a ``/command`` through the ``slash_commands`` registry (one that is not
-        registered is reported on stderr); True means quit (``/exit``)."""
-        ran = await self.owner.home_ctx.slash_commands.dispatch(
-            text,
-            agent=self.agent,
-            reply=self.reply,
-            send=self.user_turn,
-            frontend="terminal",
-            switch=self.switch,
-        )
-        if not ran:
-            self.note(f"unknown command {text.split(maxsplit=1)[0]}; /help lists the commands")
-        return self.quitting

@@ -32,14 +32,9 @@ from dsh_llm import Usage
 from dsh_session import Session, SessionEvent
 from dsh_slash_commands import SlashCommands
 
-from ._service import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    StdioAgent,
-    _Chat,
-    checklist,
-    describe_end,
-)
+from ._chat import Chat
+from ._report import EXIT_INTERRUPTED, EXIT_OK, checklist, describe_end
+from ._service import StdioAgent
 from ._usage import session_usage
 from ._view import View, token_line
 
@@ -201,10 +196,10 @@ class SlashCompleter(Completer):
                 )
 
 
-class TerminalChat(_Chat):
+class TerminalChat(Chat):
     """``run`` on a terminal: the line editor at the prompt, the rich view meanwhile.
 
-    It keeps :class:`._service._Chat`'s conversation (turns, Ctrl-C, approvals, the
+    It keeps :class:`._chat.Chat`'s conversation (turns, Ctrl-C, approvals, the
     todo list, subagent activity) and replaces its input and its drawing.
     """
 

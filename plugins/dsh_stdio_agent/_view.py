@@ -31,6 +31,7 @@ from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.text import Text
 
+from ._report import compact
 from ._usage import usage_text
 
 if TYPE_CHECKING:
@@ -66,11 +67,6 @@ def split_blocks(text: str) -> tuple[str, str]:
     return "".join(lines[:cut]), "".join(lines[cut:])
 
 
-def _compact(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def tool_line(result: Mapping[str, Any], arguments: str, limit: int) -> Text:
     """One finished tool call (``result`` is its ``tool/result`` event's data):
     ``▸ name args → first line of the result (+N lines)``, dim, or ``✗ name args
@@ -79,7 +75,7 @@ def tool_line(result: Mapping[str, Any], arguments: str, limit: int) -> Text:
     call = _call_label(result["name"], arguments, limit)
     lines = result["content"].splitlines()
     first = next((line for line in lines if line.strip()), "")
-    shown = _compact(first, limit) if first else "(no output)"
+    shown = compact(first, limit) if first else "(no output)"
     more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
     if result["is_error"]:
         return Text(f"✗ {call} failed ({result.get('code')}): {shown}{more}", style="dim red")
@@ -87,7 +83,7 @@ def tool_line(result: Mapping[str, Any], arguments: str, limit: int) -> Text:
 
 
 def _call_label(name: str, arguments: str, limit: int) -> str:
-    args = _compact(arguments, limit)
+    args = compact(arguments, limit)
     return name if args in ("", "{}") else f"{name} {args}"
 
 

@@ -36,7 +36,7 @@ from dsh_stdio_agent import (
     exit_status,
     read_stdin_line,
 )
-from dsh_stdio_agent._service import describe_end
+from dsh_stdio_agent._report import describe_end
 from dsh_tools import Tool, ToolCall
 from tests.plugins.stdio_agent.stdio_support import LINE_HELP, EchoArgs, front_rig
 
