@@ -1,42 +1,29 @@
-"""``LoopAgent``: an agent handle with an inbox and a driver that runs its turns."""
+"""``LoopAgent``: the agent handle, its inbox, the driver task and each turn's step loop.
+
+What a step dispatches is in ``_step_hooks``, what it records in ``_step_log``.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import Awaitable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from dsh import Context, Disposer, DshError
-from dsh_agent import (
-    AgentError,
-    AgentTypeError,
-    HookDecision,
-    NoModelError,
-    StepBlocked,
-    assemble_context_for,
-)
-from dsh_llm import (
-    AssembledMessage,
-    BlockAssembler,
-    LlmError,
-    LlmFailure,
-    LlmRequest,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    Usage,
-)
+from dsh_agent import AgentError, AgentTypeError, NoModelError, StepBlocked, assemble_context_for
+from dsh_llm import LlmError, LlmRequest, Message, Usage
 from dsh_scope import Scope
 from dsh_session import Session, SessionFencedError
 from dsh_system_prompt import render_prompt
 
-from ._limits import check_turn_limits, turn_tokens
+from ._limits import check_turn_limits
+from ._step_hooks import filter_request, pre_step, recover, turn_stop, user_prompt
+from ._step_log import log_header, log_messages, record_answer, stream
 from ._tool_calls import run_tool_calls
-from ._usage import NO_USAGE, USAGE_EVENT, add_usage, cost, estimate_usage
+from ._usage import NO_USAGE, cost
 
 if TYPE_CHECKING:
     from ._loop import AgentLoop
@@ -57,15 +44,6 @@ def _as_message(message: object) -> Message:
     raise AgentTypeError(
         f"an agent message must be a str or a dsh_llm.Message, got {type(message).__name__}"
     )
-
-
-def _returning(value: Any) -> Callable[[], Any]:
-    """The innermost step of a waterfall: hand back the seeded value."""
-
-    def inner() -> Any:
-        return value
-
-    return inner
 
 
 def _fence_of(error: BaseException) -> SessionFencedError | None:
@@ -428,7 +406,7 @@ class LoopAgent:
         prompt = ctx.system_prompt
         tools = ctx.tools
         llm = loop.ctx.llm
-        pending = await self._user_prompt(messages) if loop.user_prompt.heard(self) else messages
+        pending = await user_prompt(self, messages) if loop.user_prompt.heard(self) else messages
         max_tokens = False
         retried = False
         step = used = 0
@@ -442,12 +420,12 @@ class LoopAgent:
             pending.extend(self._steering)
             self._steering.clear()
             sent = (
-                await self._pre_step(pending, turn, step) if loop.pre_step.heard(self) else pending
+                await pre_step(self, pending, turn, step) if loop.pre_step.heard(self) else pending
             )
             if step == 1 and not sent:
                 # A listener took every message (a command handled locally, say).
                 return {"kind": "completed"}
-            self._log_messages(turn, step, sent)
+            log_messages(session, turn, step, sent)
             assembly = await prompt.assemble(assemble_context_for(self))
             request = LlmRequest(
                 model=self.model or "",
@@ -460,14 +438,7 @@ class LoopAgent:
                 step=step,
             )
             if loop.request.heard(self):
-                request = await ctx.waterfall(
-                    "agent/request", self, request, inner=_returning(request), scope=self
-                )
-                if not isinstance(request, LlmRequest):
-                    raise AgentTypeError(
-                        "an agent/request listener must return a dsh_llm.LlmRequest, got "
-                        f"{type(request).__name__}"
-                    )
+                request = await filter_request(self, request)
             if not request.model:
                 raise NoModelError(
                     f'agent "{self.id}" has no model: give it one (agents.create(model=...) '
@@ -476,18 +447,18 @@ class LoopAgent:
             calls = []
             try:
                 session.append("step/start", {"turn": turn, "step": step})
-                self._log_header(turn, step, request)
-                result = await self._stream(turn, step, request, llm)
+                log_header(self, turn, step, request)
+                result = await stream(session, turn, step, request, llm)
                 finish = result.finish
                 if finish.failure is not None:
                     # One retry, in a new step, when a listener fixed the cause.
-                    if retried or not await self._recover(request, result, finish.failure):
+                    if retried or not await recover(self, request, result, finish.failure):
                         raise LlmError(finish.failure)
                     retried = True
                     pending = []
                     continue
                 retried = False
-                used += self._record_answer(turn, step, request, result)
+                used += record_answer(self, turn, step, request, result)
                 max_tokens = max_tokens or finish.reason == "max-tokens"
                 calls = result.message.tool_calls
                 if calls:
@@ -497,141 +468,6 @@ class LoopAgent:
             finally:
                 session.append("step/end", {"turn": turn, "step": step})
             # With nothing left to do, a turn/stop listener may keep the turn going.
-            pending = [] if calls or self._steering else await self._turn_stop(turn)
+            pending = [] if calls or self._steering else await turn_stop(self, turn)
             if not pending and not calls and not self._steering:
                 return {"kind": "max-tokens"} if max_tokens else {"kind": "completed"}
-
-    def _log_messages(self, turn: int, step: int, messages: Sequence[Message]) -> None:
-        """One ``user/message`` per message sent in the step."""
-        for message in messages:
-            self.session.append(
-                "user/message",
-                {"turn": turn, "step": step, "message": message.to_json()},
-                message=message,
-            )
-
-    def _record_answer(
-        self, turn: int, step: int, request: LlmRequest, result: AssembledMessage
-    ) -> int:
-        """The step's ``assistant/message`` (with ``usage`` when the stream reported
-        one), then its ``usage/step``: the reported usage, else an estimate marked
-        ``estimated: true``. :attr:`usage` grows by it; returns its turn tokens."""
-        message = result.message
-        data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
-        usage = result.usage
-        step_data: dict[str, Any] = {"turn": turn, "step": step}
-        if usage is not None:
-            data["usage"] = step_data["usage"] = usage.to_json()
-        self.session.append("assistant/message", data, message=message)
-        if usage is None:
-            usage = estimate_usage(request, message)
-            step_data["usage"] = usage.to_json()
-            step_data["estimated"] = True
-            self._estimated = add_usage(self._estimated, usage)
-        self.session.append(USAGE_EVENT, step_data)
-        self._usage = add_usage(self._usage, usage)
-        return turn_tokens(usage)
-
-    async def _recover(
-        self, request: LlmRequest, result: AssembledMessage, failure: LlmFailure
-    ) -> bool:
-        """Whether an ``agent/request-failed`` listener made a retry of the failed
-        request worthwhile; asked only when the model produced nothing visible."""
-        if any(
-            isinstance(b, TextBlock | ReasoningBlock) and b.text.strip()
-            for b in result.message.content
-        ):
-            return False
-        answer = await self.ctx.serial("agent/request-failed", self, request, failure, scope=self)
-        return answer is True
-
-    async def _user_prompt(self, messages: list[Message]) -> list[Message]:
-        """The ``user/prompt`` event over the messages that start a turn: each
-        decision's ``context`` follows its message as a user message; a ``deny``
-        refuses the turn (:class:`StepBlocked` with the reason: it ends ``blocked``
-        and nothing of it is recorded)."""
-        kept: list[Message] = []
-        for message in messages:
-            decision = await self._loop.ctx.serial("user/prompt", self, message, scope=self)
-            kept.append(message)
-            if decision is None:
-                continue
-            if not isinstance(decision, HookDecision):
-                raise AgentTypeError(
-                    "a user/prompt listener must answer a dsh_agent.HookDecision or None, "
-                    f"got {type(decision).__name__}"
-                )
-            if decision.decision == "deny":
-                raise StepBlocked(decision.reason or "a user/prompt listener refused the message")
-            if decision.context:
-                kept.append(Message.user(decision.context))
-        return kept
-
-    async def _turn_stop(self, turn: int) -> list[Message]:
-        """The ``turn/stop`` event (when heard): the user message that keeps the turn
-        going, or none."""
-        if not self._loop.turn_stop.heard(self):
-            return []
-        held = await self._loop.ctx.serial("turn/stop", self, turn, scope=self)
-        if held is None or held == "":
-            return []
-        if not isinstance(held, str):
-            raise AgentTypeError(
-                f"a turn/stop listener must answer a str or None, got {type(held).__name__}"
-            )
-        return [Message.user(held)]
-
-    async def _pre_step(self, pending: list[Message], turn: int, step: int) -> Sequence[Message]:
-        """The ``agent/pre-step`` waterfall (run only when someone listens)."""
-        sent = await self.ctx.waterfall(
-            "agent/pre-step", self, pending, turn, step, inner=_returning(pending), scope=self
-        )
-        if not isinstance(sent, list | tuple) or not all(isinstance(m, Message) for m in sent):
-            raise AgentTypeError(
-                f"an agent/pre-step listener must return a list of dsh_llm.Message, got {sent!r}"
-            )
-        messages: Sequence[Message] = sent
-        return messages
-
-    def _log_header(self, turn: int, step: int, request: LlmRequest) -> None:
-        header: dict[str, Any] = {
-            "model": request.model,
-            "tools": [tool.name for tool in request.tools],
-        }
-        if request.system is not None:
-            header["system"] = request.system
-        if request.max_tokens is not None:
-            header["max_tokens"] = request.max_tokens
-        if header != self._header:
-            self._header = header
-            self.session.append("request/header", {"turn": turn, "step": step, "header": header})
-
-    async def _stream(
-        self, turn: int, step: int, request: LlmRequest, llm: Any
-    ) -> AssembledMessage:
-        """Stream the step's answer into the log; a stream that is cancelled or fails
-        keeps what the user already saw as an interrupted assistant message."""
-        assembler = BlockAssembler()
-        session = self.session
-        try:
-            async with aclosing(llm.stream(request)) as chunks:
-                async for chunk in chunks:
-                    session.append_chunk(turn, step, chunk)  # packed with the step's others
-                    assembler.push(chunk)
-        except anyio.get_cancelled_exc_class():
-            self._keep_partial(turn, step, assembler)
-            raise
-        result = assembler.result()
-        if result.finish.failure is not None:
-            self._keep_partial(turn, step, assembler)
-        return result
-
-    def _keep_partial(self, turn: int, step: int, assembler: BlockAssembler) -> None:
-        kept = assembler.interrupted_blocks()
-        if kept:
-            message = Message("assistant", tuple(kept))
-            self.session.append(
-                "assistant/message",
-                {"turn": turn, "step": step, "message": message.to_json(), "interrupted": True},
-                message=message,
-            )
