@@ -22,14 +22,7 @@ from ._service import (
 )
 
 if TYPE_CHECKING:
-    from ._agent import (
-        ALLOW_ALWAYS,
-        ALLOW_ONCE,
-        PERMISSION_OPTIONS,
-        REJECT_ONCE,
-        AcpAgent,
-        rpc_error,
-    )
+    from ._agent import AcpAgent, rpc_error
     from ._mapping import (
         TOOL_KINDS,
         plan_update,
@@ -41,21 +34,15 @@ if TYPE_CHECKING:
         tool_kind,
         tool_title,
     )
+    from ._permission import ALLOW_ALWAYS, ALLOW_ONCE, PERMISSION_OPTIONS, REJECT_ONCE
 
 plugin = AcpFrontend
 
 #: The names that need the ``agent-client-protocol`` package, by module.
 _LAZY = {
+    **dict.fromkeys(("AcpAgent", "rpc_error"), "._agent"),
     **dict.fromkeys(
-        (
-            "ALLOW_ALWAYS",
-            "ALLOW_ONCE",
-            "PERMISSION_OPTIONS",
-            "REJECT_ONCE",
-            "AcpAgent",
-            "rpc_error",
-        ),
-        "._agent",
+        ("ALLOW_ALWAYS", "ALLOW_ONCE", "PERMISSION_OPTIONS", "REJECT_ONCE"), "._permission"
     ),
     **dict.fromkeys(
         (

@@ -2,7 +2,8 @@
 
 Each ACP session is one dsh agent with its own session (same id). The agent's
 session events are mapped to session updates (``_mapping``) and sent in order by one
-pump task; a prompt answers only once every update of its turn has been sent.
+pump task (``_updates``); a prompt answers only once every update of its turn has been
+sent. Approvals are asked of the client in the call's ACP session (``_permission``).
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ import importlib.metadata
 import itertools
 import logging
 import os
-from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,55 +25,34 @@ from acp.schema import (
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
-    PermissionOption,
     PromptCapabilities,
     PromptResponse,
     SetSessionModeResponse,
-    ToolCallUpdate,
 )
 
 from dsh import DshError
 from dsh_agent import Agent
-from dsh_approval import ALWAYS
 from dsh_session import Session, SessionEvent
 from dsh_slash_commands import split_command
 
 from ._mapping import (
-    SessionUpdate,
     commands_update,
     mode_state,
     mode_update,
     prompt_text,
     session_updates,
     stop_reason,
-    tool_kind,
 )
+from ._permission import Link, answer, link_of
 from ._service import INTERNAL_ERROR, INVALID_PARAMS, AcpArgumentError, AcpError
+from ._updates import UpdatePump
 
 if TYPE_CHECKING:
     from ._service import AcpFrontend
 
-__all__ = ["ALLOW_ALWAYS", "ALLOW_ONCE", "PERMISSION_OPTIONS", "REJECT_ONCE", "AcpAgent"]
+__all__ = ["AcpAgent", "rpc_error"]
 
 _log = logging.getLogger("dsh.acp")
-
-#: The option ids of a permission request.
-ALLOW_ONCE = "allow_once"
-ALLOW_ALWAYS = "allow_always"
-REJECT_ONCE = "reject_once"
-
-
-def _options() -> list[PermissionOption]:
-    return [
-        PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
-        PermissionOption(option_id=ALLOW_ALWAYS, name="Always allow", kind="allow_always"),
-        PermissionOption(option_id=REJECT_ONCE, name="Reject", kind="reject_once"),
-    ]
-
-
-#: What every ``session/request_permission`` offers: allow once, always allow (this
-#: kind and title, for the rest of the session), reject.
-PERMISSION_OPTIONS = tuple(_options())
 
 
 def rpc_error(exc: DshError) -> RequestError:
@@ -86,20 +64,6 @@ def rpc_error(exc: DshError) -> RequestError:
     else:
         code = INVALID_PARAMS if isinstance(exc, ValueError) else INTERNAL_ERROR
     return RequestError(code, str(exc), {"code": exc.code})
-
-
-@dataclass(eq=False)
-class _Link:
-    """One ACP session: its agent and what the client decided in it."""
-
-    id: str
-    agent: Agent
-    #: A ``session/prompt`` is running.
-    busy: bool = False
-    #: ``session/cancel`` came for the running prompt.
-    cancelled: bool = False
-    #: ``(kind, title)`` of the actions the user always allows in this session.
-    allowed: set[tuple[str, str]] = field(default_factory=set)
 
 
 class AcpAgent:
@@ -115,13 +79,9 @@ class AcpAgent:
         self.frontend = frontend
         self.client = client
         self._home = frontend.home_ctx
-        self._links: dict[str, _Link] = {}
+        self._links: dict[str, Link] = {}
         self._ids = itertools.count(1)
-        self._outbox: deque[tuple[str, SessionUpdate]] = deque()
-        self._queued = 0
-        self._sent = 0
-        self._wake: anyio.Event | None = None
-        self._progress: anyio.Event | None = None
+        self._updates = UpdatePump(lambda: self._client)
 
     def on_connect(self, conn: Client) -> None:
         """The connection to the client (called by ``acp.AgentSideConnection``)."""
@@ -136,7 +96,7 @@ class AcpAgent:
         home = self._home
         # The pump runs in the runtime's task group (not one opened here, which would
         # wrap whatever the block raises in an exception group).
-        pump = home.task(self._pump, label="acp session updates")
+        pump = home.task(self._updates.run, label="acp session updates")
         stop = home.on("session/event", self._on_event)
         unlist = home.on("slash-commands/change", self._announce_all)
         unmode = (
@@ -161,7 +121,7 @@ class AcpAgent:
                     self._forget(link)
                 await pump()
 
-    def _forget(self, link: _Link) -> None:
+    def _forget(self, link: Link) -> None:
         del self._links[link.id]
         self.frontend.session_agents.discard(link.agent.id)
 
@@ -182,11 +142,11 @@ class AcpAgent:
             )
             return
         for update in updates:
-            self._enqueue(link.id, update)
+            self._updates.enqueue(link.id, update)
 
-    def _announce(self, link: _Link) -> None:
+    def _announce(self, link: Link) -> None:
         """Tell the client the session's commands: exactly the registered ones."""
-        self._enqueue(link.id, commands_update(self._home.slash_commands.list()))
+        self._updates.enqueue(link.id, commands_update(self._home.slash_commands.list()))
 
     def _announce_all(self) -> None:
         for link in self._links.values():
@@ -197,42 +157,12 @@ class AcpAgent:
         session's client."""
         for link in self._links.values():
             if link.agent is agent:
-                self._enqueue(link.id, mode_update(active))
+                self._updates.enqueue(link.id, mode_update(active))
 
     def _modes(self, agent: Agent) -> Any:
         """The session's modes (``default``, ``plan``) with plan mode; else None."""
         plan_mode = self._home.get("plan_mode")
         return None if plan_mode is None else mode_state(plan_mode.active(agent))
-
-    def _enqueue(self, session_id: str, update: SessionUpdate) -> None:
-        self._outbox.append((session_id, update))
-        self._queued += 1
-        if self._wake is not None:
-            self._wake.set()
-
-    async def _pump(self) -> None:
-        """Send the queued updates in order, one at a time."""
-        while True:
-            while not self._outbox:
-                self._wake = anyio.Event()
-                await self._wake.wait()
-            self._wake = None
-            session_id, update = self._outbox.popleft()
-            try:
-                await self._client.session_update(session_id=session_id, update=update)
-            except Exception as exc:  # the client went away: later updates go nowhere either
-                _log.debug("a session update for %s was not delivered: %s", session_id, exc)
-            self._sent += 1
-            progress, self._progress = self._progress, None
-            if progress is not None:
-                progress.set()
-
-    async def _flush(self) -> None:
-        """Return once every update queued so far has been sent."""
-        target = self._queued
-        while self._sent < target:
-            progress = self._progress = self._progress or anyio.Event()
-            await progress.wait()
 
     @property
     def _client(self) -> Client:
@@ -331,8 +261,8 @@ class AcpAgent:
         link = self._link(agent)
         for event in session.events:
             for update in session_updates(event, session.header.cwd, live=False):
-                self._enqueue(link.id, update)
-        await self._flush()
+                self._updates.enqueue(link.id, update)
+        await self._updates.flush()
         self._announce(link)
         return LoadSessionResponse(modes=self._modes(agent))
 
@@ -371,7 +301,7 @@ class AcpAgent:
             )
         return PromptResponse(stop_reason=stop)
 
-    async def _run_turn(self, link: _Link, text: str) -> tuple[Mapping[str, Any] | None, int]:
+    async def _run_turn(self, link: Link, text: str) -> tuple[Mapping[str, Any] | None, int]:
         """Send ``text`` as its own turn once the agent is idle; wait until it is idle
         again and every update is sent. Returns how the turn ended (None: it never ran)
         and its number."""
@@ -385,7 +315,7 @@ class AcpAgent:
             return None, turn
         agent.send(text)
         await agent.when_idle()
-        await self._flush()
+        await self._updates.flush()
         return agent.session.turn_end(turn), turn
 
     async def set_session_mode(
@@ -417,14 +347,14 @@ class AcpAgent:
         parsed = split_command(text)
         return parsed is not None and self._home.slash_commands.get(parsed[0]) is not None
 
-    async def _run_command(self, link: _Link, text: str) -> tuple[Mapping[str, Any] | None, int]:
+    async def _run_command(self, link: Link, text: str) -> tuple[Mapping[str, Any] | None, int]:
         """Run the slash command ``text``: what it replies is an agent message chunk,
         what it sends runs as a turn of the session's agent. Answers like the last
         turn it sent, else ``end_turn``."""
         ended: list[tuple[Mapping[str, Any] | None, int]] = []
 
         def reply(message: str) -> None:
-            self._enqueue(link.id, update_agent_message_text(message))
+            self._updates.enqueue(link.id, update_agent_message_text(message))
 
         async def send(message: str) -> None:
             ended.append(await self._run_turn(link, message))
@@ -432,7 +362,7 @@ class AcpAgent:
         await self._home.slash_commands.dispatch(
             text, agent=link.agent, reply=reply, send=send, frontend="acp"
         )
-        await self._flush()
+        await self._updates.flush()
         return ended[-1] if ended else ({"kind": "completed"}, link.agent.session.last_turn())
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -454,61 +384,10 @@ class AcpAgent:
     # -- approvals ---------------------------------------------------------------------
 
     async def _answer(self, request: Any) -> bool | str:
-        """The approval responder: ``session/request_permission`` in the ACP session
-        the asking call belongs to (a subagent's: its root session's), after every
-        update queued before it; "always allow" is remembered for the request's kind and
-        title in that session, and answers ``"always"`` (``dsh_permissions``, when
-        loaded, persists a rule for it); a reject, a cancelled request or no session is
-        a no."""
-        found = self._link_of(request.call)
-        if found is None:
-            _log.warning("declined %r: the call belongs to no ACP session", request.title)
-            return False
-        link, own = found
-        key = (request.kind, request.title)
-        if key in link.allowed:
-            return True
-        await self._flush()
-        call_id: str = request.call.id
-        if own:
-            tool_call = ToolCallUpdate(tool_call_id=call_id)
-        else:
-            tool_call = ToolCallUpdate(
-                tool_call_id=f"{request.call.agent.session.id}/{call_id}",
-                title=request.title,
-                kind=tool_kind(request.kind),
-                status="pending",
-                raw_input={"detail": request.detail},
-            )
-        try:
-            response = await self._client.request_permission(
-                session_id=link.id, tool_call=tool_call, options=list(PERMISSION_OPTIONS)
-            )
-        except (ConnectionError, RequestError) as exc:
-            _log.warning("declined %r: the permission request failed: %s", request.title, exc)
-            return False
-        outcome = response.outcome
-        choice = getattr(outcome, "option_id", None)
-        if choice == ALLOW_ALWAYS:
-            link.allowed.add(key)
-            return ALWAYS
-        return choice == ALLOW_ONCE
-
-    def _link_of(self, call: Any) -> tuple[_Link, bool] | None:
-        """The ACP session of ``call``'s agent, or of the nearest ancestor session (a
-        subagent's), and whether it is the call's own."""
-        agent = getattr(call, "agent", None)
-        session: Session | None = None if agent is None else agent.session
-        store = self._home.sessions
-        own = True
-        while session is not None:
-            link = self._links.get(session.id)
-            if link is not None and link.agent.session is session:
-                return link, own
-            parent = session.header.meta.get("parent_session")
-            session = store.get(parent) if isinstance(parent, str) else None
-            own = False
-        return None
+        """The approval responder: :func:`~dsh_acp._permission.answer` in the ACP
+        session the asking call belongs to (a subagent's: its root session's)."""
+        found = link_of(self._links, self._home.sessions, request.call)
+        return await answer(request, found, self._updates.flush, lambda: self._client)
 
     # -- sessions ----------------------------------------------------------------------
 
@@ -516,13 +395,13 @@ class AcpAgent:
         agents = self._home.agents
         return next(i for i in (f"acp-{n}" for n in self._ids) if agents.get(i) is None)
 
-    def _link(self, agent: Agent) -> _Link:
-        link = _Link(agent.session.id, agent)
+    def _link(self, agent: Agent) -> Link:
+        link = Link(agent.session.id, agent)
         self._links[link.id] = link
         self.frontend.session_agents.add(agent.id)
         return link
 
-    def _get(self, session_id: str) -> _Link:
+    def _get(self, session_id: str) -> Link:
         link = self._links.get(session_id)
         if link is None:
             raise AcpArgumentError(

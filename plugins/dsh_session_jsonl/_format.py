@@ -1,6 +1,7 @@
 """The file format: ids, encoding records, parsing and checking a log.
 
-Pure functions over bytes and events; the file handling lives in ``_log.py``.
+Pure functions over bytes and events; the file handling lives in ``_log.py`` (writes),
+``_load.py`` (reads) and ``_sweep.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""Session files on disk: durable appends, loading (cutting a damaged tail), locking.
+"""The file of a live session: durable appends (``SessionLog``), made for a new
+session, reopened after a load (``reopen``) or attached to one already live (``attach``).
 
 Every file operation goes through ``os`` on raw descriptors, so a short write, a
-failed ``fsync`` or a failed truncation is seen and handled where it happens.
+failed ``fsync`` or a failed truncation is seen and handled where it happens. Reading
+stored files is ``_load.py``'s; sweeping what a crash left, ``_sweep.py``'s.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import os
 import secrets
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from pathlib import Path
 
 from dsh_session import (
@@ -29,31 +30,18 @@ from ._errors import (
     SessionDataError,
     SessionExistsError,
     SessionInUseError,
-    SessionReadError,
     SessionWriteError,
 )
-from ._format import DURABLE_EVENTS, FILE_NAME, FORMAT_VERSION, encode, encode_header, parse_log
+from ._format import DURABLE_EVENTS, FILE_NAME, encode, encode_header, parse_log
 from ._lease import LeaseFile
+from ._load import cut, open_locked, read_locked
 
-__all__ = [
-    "Loaded",
-    "SessionLog",
-    "attach",
-    "load_session",
-    "read_locked",
-    "read_snapshot",
-    "reopen",
-    "sweep_stale",
-]
+__all__ = ["SessionLog", "attach", "reopen"]
 
 _log = logging.getLogger("dsh.session-jsonl")
 
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
-_READ_SIZE = 1 << 20
-#: A temporary file younger than this may still be in the hands of its creator, which
-#: takes its lock only just after creating it.
-_STALE_SECONDS = 10.0
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -68,116 +56,6 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _lock(fd: int, path: Path, shared: bool = False) -> None:
-    """Hold ``path`` for this descriptor (advisory, released when it is closed):
-    exclusively, or ``shared`` with the other leased writers (whose lease file orders
-    their commits; see ``_lease.py``)."""
-    try:
-        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise SessionInUseError(
-            f"session file {path} is in use by a live session (in this process or another)"
-        ) from None
-
-
-def _open_locked(path: Path, shared: bool = False) -> int | None:
-    """Open ``path`` for appending and lock it; None when it does not exist."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SessionReadError(f"cannot open session file {path}: {exc}") from exc
-    _lock(fd, path, shared)
-    return fd
-
-
-def read_locked(path: Path, shared: bool = False) -> tuple[int, bytes] | None:
-    """Open and lock ``path`` and read it all; None when it does not exist.
-
-    The caller owns the returned descriptor (and so the lock).
-    """
-    fd = _open_locked(path, shared)
-    if fd is None:
-        return None
-    chunks: list[bytes] = []
-    try:
-        while chunk := os.read(fd, _READ_SIZE):
-            chunks.append(chunk)
-    except OSError as exc:
-        os.close(fd)
-        raise SessionReadError(f"cannot read session file {path}: {exc}") from exc
-    return fd, b"".join(chunks)
-
-
-def _cut(fd: int, length: int, path: Path, what: str, *, fsync: bool) -> None:
-    """Truncate ``path`` to ``length`` bytes, and sync that (with ``fsync``)."""
-    try:
-        os.ftruncate(fd, length)
-        if fsync:
-            os.fsync(fd)
-    except OSError as exc:
-        raise SessionWriteError(f"cannot cut session file {path} back ({what}): {exc}") from exc
-
-
-@dataclass
-class Loaded:
-    """A stored session, its damaged tail cut (``length`` = its file's size now)."""
-
-    header: SessionHeader
-    events: EventLog
-    length: int
-    notes: list[str]
-    #: The file's format version (a version-1 file is appended to in version 1).
-    version: int = FORMAT_VERSION
-
-
-def load_session(
-    directory: Path,
-    session_id: str,
-    *,
-    fsync: bool,
-    known: AbstractSet[str] = EVENT_TYPES,
-    shared: bool = False,
-) -> Loaded | None:
-    """Load ``<directory>/session.jsonl``: parse it and cut a damaged tail (durably,
-    with ``fsync``). None when absent. ``shared``: for a leased writer (which took its
-    lease first, so an older attempt writes nothing more).
-
-    Nothing else is written: a turn a crash left open is closed by the store when it
-    enters the session, and its closing records reach the file as ``session/event``s.
-    """
-    path = directory / FILE_NAME
-    opened = read_locked(path, shared)
-    if opened is None:
-        return None
-    fd, raw = opened
-    try:
-        parsed = parse_log(raw, str(path), session_id, known)
-        if parsed.length < len(raw):
-            _cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
-    finally:
-        os.close(fd)
-    return Loaded(parsed.header, parsed.events, parsed.length, parsed.notes, parsed.version)
-
-
-def read_snapshot(
-    directory: Path, session_id: str, known: AbstractSet[str] = EVENT_TYPES
-) -> tuple[SessionHeader, EventLog] | None:
-    """``<directory>/session.jsonl`` as written now, read without a lock and changing
-    nothing (a damaged or half-written tail left out); None when absent."""
-    path = directory / FILE_NAME
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SessionReadError(f"cannot read session file {path}: {exc}") from exc
-    parsed = parse_log(raw, str(path), session_id, known)
-    return parsed.header, parsed.events
 
 
 class SessionLog:
@@ -438,7 +316,7 @@ def reopen(
     """The log of a session :func:`load_session` just loaded (``length`` bytes long,
     format ``version``), held by the writer of ``lease`` when given."""
     path = directory / FILE_NAME
-    fd = _open_locked(path, shared=lease is not None)
+    fd = open_locked(path, shared=lease is not None)
     if fd is None or os.fstat(fd).st_size != length:
         if fd is not None:
             os.close(fd)
@@ -485,7 +363,7 @@ def attach(
                 f'{path} holds another session "{header.id}" than the live one of that id'
             )
         if parsed.length < len(raw):
-            _cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
+            cut(fd, parsed.length, path, "dropping a damaged tail", fsync=fsync)
         log = SessionLog(
             directory,
             header,
@@ -499,43 +377,3 @@ def attach(
         os.close(fd)
         raise
     return log, events[count:]
-
-
-def _stale(path: Path, now: float) -> bool:
-    """Whether the temporary file ``path`` was left by a creator that died: old enough,
-    and nobody holds its lock."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        if now - os.fstat(fd).st_mtime < _STALE_SECONDS:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False  # its creator is still writing it
-        return True
-    finally:
-        os.close(fd)
-
-
-def sweep_stale(root: Path, now: float) -> list[Path]:
-    """Remove what a crash during session creation left under ``root``: temporary
-    files nobody holds, then the session directories left empty by that. Returns the
-    removed paths; a missing or unreadable root sweeps nothing."""
-    removed: list[Path] = []
-    try:
-        directories = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
-    except OSError:
-        return removed
-    for directory in directories:
-        with contextlib.suppress(OSError):
-            for tmp in directory.glob(f".{FILE_NAME}.*.tmp"):
-                if _stale(tmp, now):
-                    tmp.unlink()
-                    removed.append(tmp)
-            if not any(directory.iterdir()):
-                directory.rmdir()
-                removed.append(directory)
-    return removed

@@ -31,7 +31,9 @@ from ._errors import SessionExistsError
 from ._format import FILE_NAME, check_session_id
 from ._lease import LeaseFile
 from ._listing import SessionSummary, list_sessions
-from ._log import SessionLog, attach, load_session, read_snapshot, reopen, sweep_stale
+from ._load import load_session, read_snapshot
+from ._log import SessionLog, attach, reopen
+from ._sweep import sweep_stale
 
 __all__ = ["JsonlSessions", "JsonlSessionsConfig"]
 

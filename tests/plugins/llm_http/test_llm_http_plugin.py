@@ -16,7 +16,7 @@ from dsh_agent_core import AgentCore
 from dsh_llm import Finish, Llm, LlmRequest, Message, TextDelta
 from dsh_session import Session, SessionEvent
 from dsh_session_jsonl import JsonlSessions
-from dsh_session_jsonl._log import load_session
+from dsh_session_jsonl._load import load_session
 from tests.plugins.llm_http_support import HTTPX_GC_WARNING, LoopbackServer, final_failure
 
 pytestmark = pytest.mark.anyio

@@ -19,7 +19,7 @@ from dsh_session_jsonl import (
     list_sessions,
 )
 from dsh_session_jsonl._format import InvalidRecord, parse_event, parse_record
-from dsh_session_jsonl._log import load_session
+from dsh_session_jsonl._load import load_session
 from tests.plugins.session_jsonl.jsonl_support import (
     event_record,
     file_records,

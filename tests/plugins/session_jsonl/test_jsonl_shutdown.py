@@ -14,7 +14,7 @@ from dsh import Context
 from dsh_agent_core import AgentCore
 from dsh_session_jsonl import JsonlSessions
 from dsh_session_jsonl._format import FILE_NAME
-from dsh_session_jsonl._log import _STALE_SECONDS, _stale, sweep_stale
+from dsh_session_jsonl._sweep import _STALE_SECONDS, _stale, sweep_stale
 
 pytestmark = pytest.mark.anyio
 
