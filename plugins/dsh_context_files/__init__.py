@@ -7,7 +7,16 @@ package's README.
 
 from __future__ import annotations
 
-from ._files import FILE_NAMES, PREAMBLE, ContextFile, FileCache, folders, render
+from ._files import (
+    FILE_NAMES,
+    PREAMBLE,
+    ContextFile,
+    FileCache,
+    StatCache,
+    folders,
+    render,
+    stat_signature,
+)
 from ._plugin import SECTION, SECTION_ORDER, VARIABLE, ContextFiles, ContextFilesConfig
 
 plugin = ContextFiles
@@ -22,7 +31,9 @@ __all__ = [
     "ContextFiles",
     "ContextFilesConfig",
     "FileCache",
+    "StatCache",
     "folders",
     "plugin",
     "render",
+    "stat_signature",
 ]

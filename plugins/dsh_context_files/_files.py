@@ -12,19 +12,25 @@ import contextlib
 import logging
 import os
 import stat
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 __all__ = [
     "FILE_NAMES",
     "PREAMBLE",
     "ContextFile",
     "FileCache",
+    "StatCache",
     "folders",
     "render",
+    "stat_signature",
 ]
 
 _log = logging.getLogger("dsh.context-files")
+
+T = TypeVar("T")
 
 #: The names looked for in each folder, in this order.
 FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
@@ -60,7 +66,9 @@ def folders(cwd: str, root: str | None) -> list[str]:
     return chain
 
 
-def _signature(info: os.stat_result) -> tuple[int, ...]:
+def stat_signature(info: os.stat_result) -> tuple[int, ...]:
+    """What tells one version of a file from another without reading it: device, inode,
+    size and the modification and change times (in nanoseconds)."""
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
@@ -75,19 +83,20 @@ def _decode(data: bytes, truncated: bool) -> tuple[str, int]:
     return text, size
 
 
-class FileCache:
-    """The files read so far, each kept with the ``stat`` signature it had; ``limit``
-    is the most bytes of one file that are read (the cap)."""
+class StatCache(Generic[T]):
+    """What was made of files so far, each kept with the :func:`stat_signature` its file
+    had: :meth:`get` costs one ``stat`` while a file is unchanged and reads it again
+    (:meth:`_read`, a subclass's) when it changed. A path that is not a regular file is
+    None; a path gone is forgotten."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._files: dict[str, tuple[tuple[int, ...], ContextFile | None]] = {}
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[tuple[int, ...], T | None]] = {}
         #: How many times a file was read (not served from the cache).
         self.reads = 0
 
-    def get(self, path: str) -> ContextFile | None:
-        """The file at ``path`` if it is a readable UTF-8 regular file, else None (a
-        file skipped for its content or permissions is warned about once per change)."""
+    def get(self, path: str) -> T | None:
+        """What :meth:`_read` made of the file at ``path``, read again only if the file
+        changed since; None when it is not a regular file (or ``_read`` skipped it)."""
         try:
             info = os.stat(path)
         except OSError:
@@ -95,16 +104,30 @@ class FileCache:
             return None
         if not stat.S_ISREG(info.st_mode):
             return None
-        signature = _signature(info)
+        signature = stat_signature(info)
         cached = self._files.get(path)
         if cached is not None and cached[0] == signature:
             return cached[1]
+        self.reads += 1
         found = self._read(path)
         self._files[path] = (signature, found)
         return found
 
+    @abstractmethod
+    def _read(self, path: str) -> T | None:
+        """What the file at ``path`` holds, or None to skip it (warning why)."""
+
+
+class FileCache(StatCache[ContextFile]):
+    """The context files read so far; ``limit`` is the most bytes of one file that are
+    read (the cap). A file skipped for its content or permissions is warned about once
+    per change."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
     def _read(self, path: str) -> ContextFile | None:
-        self.reads += 1
         try:
             # Non-blocking: a FIFO put there after the stat must not hang the loop.
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

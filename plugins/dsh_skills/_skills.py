@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 import os
 import re
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from dsh_context_files import StatCache, stat_signature
 
 from ._frontmatter import FrontmatterError, split_frontmatter
 
@@ -81,11 +82,7 @@ def check_skill(path: str, text: str) -> Skill:
     return Skill(name, description, folder, path, body.strip("\n"), fields)
 
 
-def _signature(info: os.stat_result) -> tuple[int, ...]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
-class SkillCache:
+class SkillCache(StatCache[Skill]):
     """The skills of each directory, re-read only when something in it changed.
 
     A directory's listing is kept with its ``stat`` signature, and each ``SKILL.md``
@@ -95,10 +92,8 @@ class SkillCache:
     """
 
     def __init__(self) -> None:
+        super().__init__()  # ``reads`` counts the SKILL.md files read
         self._dirs: dict[str, tuple[tuple[int, ...], list[str]]] = {}
-        self._files: dict[str, tuple[tuple[int, ...], Skill | None]] = {}
-        #: How many ``SKILL.md`` files were read (not served from the cache).
-        self.reads = 0
 
     def skills(self, directories: Iterable[str]) -> dict[str, Skill]:
         """The skills of ``directories`` by name; a name found in an earlier
@@ -106,14 +101,14 @@ class SkillCache:
         found: dict[str, Skill] = {}
         for directory in directories:
             for folder in self._folders(directory):
-                skill = self._skill(os.path.join(directory, folder, SKILL_FILE))
+                skill = self.get(os.path.join(directory, folder, SKILL_FILE))
                 if skill is not None and skill.name not in found:
                     found[skill.name] = skill
         return found
 
     def _folders(self, directory: str) -> list[str]:
         try:
-            signature = _signature(os.stat(directory))
+            signature = stat_signature(os.stat(directory))
             cached = self._dirs.get(directory)
             if cached is not None and cached[0] == signature:
                 return cached[1]
@@ -124,24 +119,7 @@ class SkillCache:
         self._dirs[directory] = (signature, names)
         return names
 
-    def _skill(self, path: str) -> Skill | None:
-        try:
-            info = os.stat(path)
-        except OSError:
-            self._files.pop(path, None)
-            return None
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        signature = _signature(info)
-        cached = self._files.get(path)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
-        skill = self._read(path)
-        self._files[path] = (signature, skill)
-        return skill
-
     def _read(self, path: str) -> Skill | None:
-        self.reads += 1
         try:
             with open(path, encoding="utf-8") as file:
                 text = file.read()
