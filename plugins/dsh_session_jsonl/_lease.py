@@ -22,7 +22,7 @@ from dsh_session import Lease, SessionReadError, SessionWriteError
 
 from ._format import FILE_NAME
 
-__all__ = ["LEASE_FILE", "LeaseFile"]
+__all__ = ["LEASE_FILE", "LeaseFile", "fsync_dir"]
 
 #: The lease of a session, inside ``<root>/<session id>/``.
 LEASE_FILE = "lease"
@@ -86,7 +86,7 @@ class LeaseFile:
                 if self.fsync:
                     os.fsync(fd)
                     for path in (directory, directory.parent) if made else (directory,):
-                        _fsync_dir(path)
+                        fsync_dir(path)
             except OSError as exc:
                 raise SessionWriteError(f"cannot write the lease file {self.path}: {exc}") from exc
             stored = (directory / FILE_NAME).exists()
@@ -126,7 +126,8 @@ class LeaseFile:
             self._fd = None
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Sync the directory ``path`` (so the names made in it are on the disk)."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)

@@ -33,7 +33,7 @@ from ._errors import (
     SessionWriteError,
 )
 from ._format import DURABLE_EVENTS, FILE_NAME, encode, encode_header, parse_log
-from ._lease import LeaseFile
+from ._lease import LeaseFile, fsync_dir
 from ._load import cut, open_locked, read_locked
 
 __all__ = ["SessionLog", "attach", "reopen"]
@@ -48,14 +48,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class SessionLog:
@@ -278,7 +270,7 @@ class SessionLog:
             path = self._unsynced_dirs[0]
             if self.fsync:
                 try:
-                    _fsync_dir(path)
+                    fsync_dir(path)
                 except OSError as exc:
                     raise SessionWriteError(
                         f"cannot sync directory {path} after creating {self.path}: {exc}; "
