@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from ._config import validate_config
 from ._context import Context
+from ._entry_values import line_of, resolve_env
 from ._errors import ConfigError, DshError, DuplicateNameError, ServiceConflictError
 from ._fiber import Fiber, FiberState
 from ._plugin import Plugin, PluginSpec, plugin_spec
 from ._resolve import file_target, resolve_plugin
-from ._yaml import EntrySpec, deployment_error, line_of, parse_deployment, resolve_env
+from ._yaml import EntrySpec, deployment_error, parse_deployment
 
 if TYPE_CHECKING:
     from ._redeploy import Replan

@@ -8,10 +8,7 @@ lines), and ``!env`` stays a placeholder until the entry is actually started.
 
 from __future__ import annotations
 
-import copy
-import os
 import re
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -20,15 +17,14 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
-from dsh._errors import ConfigError, DeploymentError
+from dsh._errors import DeploymentError
 
 __all__ = [
     "EntrySpec",
     "EnvRef",
     "deployment_error",
-    "line_of",
+    "node_line",
     "parse_deployment",
-    "resolve_env",
 ]
 
 _CORE = "tag:yaml.org,2002:"
@@ -86,7 +82,8 @@ class _Loader(yaml.SafeLoader):
     """The loader used for deployments: safe scalars only; ``!env`` is handled by us."""
 
 
-def _line(node: Node) -> int:
+def node_line(node: Node) -> int:
+    """The (1-based) line a node starts on."""
     return int(node.start_mark.line) + 1
 
 
@@ -143,7 +140,9 @@ class _Parser:
             return []
         if not isinstance(root, SequenceNode) or root.tag != _SEQ:
             self.fail(
-                _line(root), None, f"a deployment must be a list of entries, found {_kind(root)}"
+                node_line(root),
+                None,
+                f"a deployment must be a list of entries, found {_kind(root)}",
             )
             return []
         return self.entries(root)
@@ -157,7 +156,7 @@ class _Parser:
         return specs
 
     def entry(self, node: Node) -> EntrySpec | None:
-        line = _line(node)
+        line = node_line(node)
         if not isinstance(node, MappingNode) or node.tag != _MAP:
             self.fail(line, None, f"an entry must be a mapping, found {_kind(node)}")
             return None
@@ -181,7 +180,7 @@ class _Parser:
         for key in strays:
             what = repr(key.value) if isinstance(key, ScalarNode) else _kind(key)
             expected = ", ".join(_ENTRY_KEYS)
-            self.fail(_line(key), entry_id, f"unknown key {what} (expected one of: {expected})")
+            self.fail(node_line(key), entry_id, f"unknown key {what} (expected one of: {expected})")
         self.check_id(fields.get("id"), explicit_id, entry_id, line)
         self.check_name(fields.get("name"), name, is_group, entry_id, line)
         disabled = self.check_flag(fields.get("disabled"), "disabled", entry_id)
@@ -196,7 +195,7 @@ class _Parser:
             size = self.expanded_size(config_node)
             if size > MAX_CONFIG_VALUES:
                 self.fail(
-                    _line(config_node),
+                    node_line(config_node),
                     entry_id,
                     f"the config holds more than {MAX_CONFIG_VALUES} values once its "
                     "aliases are expanded; share less through aliases",
@@ -217,7 +216,9 @@ class _Parser:
 
     def check_id(self, node: Node | None, explicit: str | None, entry_id: str, line: int) -> None:
         if node is not None and explicit is None:
-            self.fail(_line(node), entry_id, f"id must be a non-empty string, found {_kind(node)}")
+            self.fail(
+                node_line(node), entry_id, f"id must be a non-empty string, found {_kind(node)}"
+            )
         if entry_id in self.ids:
             self.fail(line, entry_id, f"duplicate id (first used at line {self.ids[entry_id]})")
         else:
@@ -230,10 +231,10 @@ class _Parser:
             if not is_group:
                 self.fail(line, entry_id, "missing required key 'name' (or 'group: true')")
         elif is_group:
-            self.fail(_line(node), entry_id, "a group takes no name")
+            self.fail(node_line(node), entry_id, "a group takes no name")
         elif name is None:
             self.fail(
-                _line(node), entry_id, f"name must be a non-empty string, found {_kind(node)}"
+                node_line(node), entry_id, f"name must be a non-empty string, found {_kind(node)}"
             )
 
     def check_flag(self, node: Node | None, field: str, entry_id: str) -> bool:
@@ -241,7 +242,9 @@ class _Parser:
             return False
         flag = self.flag(node)
         if flag is None:
-            self.fail(_line(node), entry_id, f"{field} must be true or false, found {_kind(node)}")
+            self.fail(
+                node_line(node), entry_id, f"{field} must be true or false, found {_kind(node)}"
+            )
         return flag is True
 
     def group_children(self, node: Node | None, entry_id: str) -> list[EntrySpec]:
@@ -249,7 +252,7 @@ class _Parser:
             return self.entries(node)
         if node is not None and node.tag != _NULL:
             self.fail(
-                _line(node),
+                node_line(node),
                 entry_id,
                 f"a group's config must be a list of entries, found {_kind(node)}",
             )
@@ -289,7 +292,7 @@ class _Parser:
                     else:
                         problems.append(
                             (
-                                _line(source),
+                                node_line(source),
                                 f"'<<' merges a mapping or a list of mappings, "
                                 f"found {_kind(source)}",
                             )
@@ -301,12 +304,12 @@ class _Parser:
                 if signature in seen:
                     problems.append(
                         (
-                            _line(key),
+                            node_line(key),
                             f"duplicate key {key.value!r} (first at line {seen[signature]})",
                         )
                     )
                 else:
-                    seen[signature] = _line(key)
+                    seen[signature] = node_line(key)
         node.value = merged + own
         self.flattened[id(node)] = node.value
         return node.value, problems
@@ -335,7 +338,7 @@ class _Parser:
         if key in self.values:
             return self.values[key]
         if key in self.building:
-            self.fail(_line(node), owner, "a recursive alias is not allowed")
+            self.fail(node_line(node), owner, "a recursive alias is not allowed")
             return None
         value: Any = None
         if node.tag == _ENV:
@@ -357,13 +360,13 @@ class _Parser:
                     value[self.build(key_node, owner)] = self.build(value_node, owner)
                 else:
                     self.fail(
-                        _line(key_node),
+                        node_line(key_node),
                         owner,
                         f"a mapping key must be a plain scalar, found {_kind(key_node)}",
                     )
             self.building.discard(key)
         else:
-            self.fail(_line(node), owner, f"unsupported tag {_short_tag(node.tag)}")
+            self.fail(node_line(node), owner, f"unsupported tag {_short_tag(node.tag)}")
         self.values[key] = value
         return value
 
@@ -374,11 +377,13 @@ class _Parser:
             return self.loader.construct_object(node)
         except (yaml.YAMLError, ValueError, LookupError, AttributeError, TypeError):
             # An explicit tag on text that does not fit it, such as ``!!int abc``.
-            self.fail(_line(node), owner, f"invalid {_short_tag(node.tag)} value {node.value!r}")
+            self.fail(
+                node_line(node), owner, f"invalid {_short_tag(node.tag)} value {node.value!r}"
+            )
             return None
 
     def env(self, node: Node, owner: str) -> EnvRef | None:
-        line = _line(node)
+        line = node_line(node)
         if isinstance(node, ScalarNode):
             parts = [node]
         elif (
@@ -464,63 +469,3 @@ def _parse(path: Path, data: bytes) -> list[EntrySpec]:
     if parser.problems:
         _raise(path, parser.problems)
     return specs
-
-
-def resolve_env(value: Any, entry: EntrySpec, environ: Mapping[str, str] | None = None) -> Any:
-    """A deep copy of ``value`` with every :class:`EnvRef` replaced by its value.
-
-    A variable that is not set and has no default is a :class:`ConfigError`; all such
-    variables in ``value`` are listed, one per line. An empty value counts as set.
-    """
-    env = os.environ if environ is None else environ
-    missing: list[str] = []
-
-    def walk(item: Any) -> Any:
-        if isinstance(item, EnvRef):
-            found = env.get(item.name, item.default)
-            if found is None:
-                missing.append(
-                    f"{entry.file}:{item.line}: entry '{entry.id}': "
-                    f"environment variable {item.name} is not set"
-                )
-            return found
-        if isinstance(item, dict):
-            return {key: walk(sub) for key, sub in item.items()}
-        if isinstance(item, list | tuple):
-            items = [walk(sub) for sub in item]
-            return items if isinstance(item, list) else tuple(items)
-        return copy.deepcopy(item)
-
-    result = walk(value)
-    if missing:
-        raise ConfigError("\n".join(missing))
-    return result
-
-
-def line_of(entry: EntrySpec, loc: Sequence[str | int]) -> int:
-    """The line of the deepest config node reached by following a pydantic ``loc``.
-
-    Mapping steps report the key's line (where the name is written); list steps report the
-    item's line. Without a config node this is the entry's line.
-    """
-    node = entry.config_node
-    if node is None:
-        return entry.line
-    line = _line(node)
-    for step in loc:
-        if isinstance(node, MappingNode):
-            # Later pairs win, as in the built dict (merge keys come first).
-            match = next(
-                (pair for pair in reversed(node.value) if pair[0].value == str(step)), None
-            )
-            if match is None:
-                break
-            line, node = _line(match[0]), match[1]
-        elif (
-            isinstance(node, SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value)
-        ):
-            node = node.value[step]
-            line = _line(node)
-        else:
-            break
-    return line

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dsh._entry_values import line_of, resolve_env
 from dsh._errors import ConfigError, DeploymentError
-from dsh._yaml import EntrySpec, EnvRef, line_of, parse_deployment, resolve_env
+from dsh._yaml import EntrySpec, EnvRef, parse_deployment
 from dsh.testing import write_deployment
 
 Write = Callable[[str], Path]
