@@ -25,6 +25,10 @@ and the final text, so the workload cannot shrink.
 
 Every scripted model reports the same token usage, so no peer spends time estimating it.
 
+The script and constants are in :mod:`bench._step_script`, the peers and the floor in
+:mod:`bench._step_peers`, dsh's impl in :mod:`bench._step_dsh`, the memory lines in
+:mod:`bench.agent_memory`.
+
 After the table, dsh alone (with the peers where there are any): agent create + dispose;
 what 50 more runs leave behind; one ``session/event`` observer per agent through
 ``agent.ctx`` at M=10 and M=1000 agents (flat in M); resuming a session of 1000 stored
@@ -46,341 +50,40 @@ import statistics
 import subprocess
 import sys
 import time
-import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.lowlevel
-from agents import Agent as OaiAgent
-from agents import ModelResponse as OaiModelResponse
-from agents import ModelSettings, RunConfig, Runner, function_tool, set_tracing_disabled
-from agents import Usage as OaiUsage
-from agents.agent_output import AgentOutputSchemaBase
-from agents.handoffs import Handoff
-from agents.items import ToolCallOutputItem, TResponseInputItem, TResponseStreamEvent
-from agents.models.interface import Model as OaiModel
-from agents.models.interface import ModelTracing
-from agents.result import RunResult
-from agents.tool import Tool as OaiTool
-from openai.types.responses import (
-    ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
-)
-from openai.types.responses.response_prompt_param import ResponsePromptParam
-from pydantic import BaseModel, Field
-from pydantic_ai import Agent as PaiAgent
-from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai import ToolReturnPart as PaiToolReturnPart
-from pydantic_ai.agent import AgentRunResult
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.usage import RequestUsage, UsageLimits
-from typing_extensions import override
 
 import dsh
+from bench._step_dsh import dsh_outcome, make_dsh
+from bench._step_peers import floor_outcome, floor_run, make_oai, make_pai, oai_outcome, pai_outcome
+from bench._step_script import (
+    CHUNKS_PER_REPLY,
+    DSH,
+    ECHOED,
+    FINAL,
+    FLOOR,
+    IMPLS,
+    MODEL,
+    OAI,
+    PAI,
+    PROMPT,
+    SCRIPT,
+    SHORT,
+    Outcome,
+)
 from bench._timing import Row, print_table, sample_async
+from bench.agent_memory import memory_report
 from dsh_agent import Agent
-from dsh_agent_core import AgentCore
 from dsh_llm import (
-    BlockEnd,
-    BlockStart,
-    Chunk,
-    Finish,
-    LlmRequest,
     Message,
     TextBlock,
-    TextDelta,
-    ToolCallDelta,
-    Usage,
-    UsageChunk,
 )
 from dsh_scope._scope import _LIVE
 from dsh_session import Session, SessionEvent, SessionHeader
-from dsh_tools import Tool, ToolCall
-
-PROMPT = "Echo hello with the echo tool, then tell me you are done."
-INSTRUCTIONS = "You are a benchmark agent. Use the echo tool when asked to echo."
-ECHO_DESCRIPTION = "Return the given text unchanged."
-ECHOED = "hello"
-ECHO_ARGS = {"text": ECHOED}
-ECHO_JSON = '{"text": "hello"}'
-FINAL = "Done: every echo came back."
-MODEL = "scripted"
-SHORT = "short"
-CHUNKS_PER_REPLY = 5
-
-IMPLS = ("floor", "pydantic-ai", "openai-agents", "dsh")
-FLOOR, PAI, OAI, DSH = IMPLS
-
-
-class Script:
-    """What every scripted model answers: ``tool_steps`` echo calls, then ``FINAL``."""
-
-    __slots__ = ("calls", "tool_steps")
-
-    def __init__(self) -> None:
-        self.tool_steps = 0
-        self.calls = 0
-
-    def start(self, tool_steps: int) -> None:
-        self.tool_steps = tool_steps
-        self.calls = 0
-
-    def next_call(self) -> str | None:
-        """The id of the next echo call, or None when the model should answer."""
-        self.calls += 1
-        return f"call-{self.calls}" if self.calls <= self.tool_steps else None
-
-
-SCRIPT = Script()
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What one run did, read back from the impl's own result."""
-
-    tool_results: list[str]
-    final: str
-    chunks: int | None = None
-
-
-# -- floor --------------------------------------------------------------------------------
-
-FloorItem = tuple[str, object]
-
-
-async def _floor_model(messages: list[FloorItem]) -> tuple[str, str, dict[str, str]] | str:
-    call_id = SCRIPT.next_call()
-    if call_id is None:
-        return FINAL
-    return call_id, "echo", ECHO_ARGS
-
-
-async def _floor_echo(text: str) -> str:
-    return text
-
-
-FLOOR_TOOLS: dict[str, Callable[..., Awaitable[str]]] = {"echo": _floor_echo}
-
-
-async def floor_run() -> list[FloorItem]:
-    messages: list[FloorItem] = [("user", PROMPT)]
-    while True:
-        reply = await _floor_model(messages)
-        messages.append(("assistant", reply))
-        if isinstance(reply, str):
-            return messages
-        _, name, args = reply
-        messages.append(("tool", await FLOOR_TOOLS[name](**args)))
-
-
-def floor_outcome(result: object) -> Outcome:
-    assert isinstance(result, list)
-    results = [str(value) for role, value in result if role == "tool"]
-    return Outcome(results, str(result[-1][1]))
-
-
-# -- pydantic-ai --------------------------------------------------------------------------
-
-PAI_USAGE = RequestUsage(input_tokens=1, output_tokens=1)
-
-
-async def _pai_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    call_id = SCRIPT.next_call()
-    if call_id is None:
-        return ModelResponse(parts=[TextPart(FINAL)], usage=PAI_USAGE)
-    return ModelResponse(
-        parts=[ToolCallPart("echo", ECHO_JSON, tool_call_id=call_id)], usage=PAI_USAGE
-    )
-
-
-def make_pai() -> Callable[[], Awaitable[object]]:
-    PaiAgent.instrument_all(False)
-    agent: PaiAgent[None, str] = PaiAgent(FunctionModel(_pai_model), instructions=INSTRUCTIONS)
-    agent.instrument = False
-
-    async def echo(text: str) -> str:
-        return text
-
-    echo.__doc__ = ECHO_DESCRIPTION
-    agent.tool_plain(echo)
-    limits = UsageLimits(request_limit=None)
-
-    async def run() -> AgentRunResult[str]:
-        return await agent.run(PROMPT, usage_limits=limits)
-
-    return run
-
-
-def pai_outcome(result: object) -> Outcome:
-    assert isinstance(result, AgentRunResult)
-    results = [
-        str(part.content)
-        for message in result.all_messages()
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, PaiToolReturnPart)
-    ]
-    return Outcome(results, str(result.output))
-
-
-# -- openai-agents ------------------------------------------------------------------------
-
-OAI_USAGE = OaiUsage(requests=1, input_tokens=1, output_tokens=1, total_tokens=2)
-
-
-class ScriptedOaiModel(OaiModel):
-    """The smallest ``Model``: complete responses from the script, no streaming."""
-
-    @override
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[OaiTool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff[Any, Any]],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
-    ) -> OaiModelResponse:
-        call_id = SCRIPT.next_call()
-        item: ResponseFunctionToolCall | ResponseOutputMessage
-        if call_id is None:
-            text = ResponseOutputText(type="output_text", text=FINAL, annotations=[])
-            item = ResponseOutputMessage(
-                id="msg-final",
-                type="message",
-                role="assistant",
-                status="completed",
-                content=[text],
-            )
-        else:
-            item = ResponseFunctionToolCall(
-                type="function_call", call_id=call_id, name="echo", arguments=ECHO_JSON
-            )
-        return OaiModelResponse(output=[item], usage=OAI_USAGE, response_id=None)
-
-    @override
-    def stream_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[OaiTool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff[Any, Any]],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
-    ) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError("the benchmark only runs Runner.run")
-
-
-def make_oai() -> Callable[[], Awaitable[object]]:
-    set_tracing_disabled(True)
-
-    async def echo(text: str) -> str:
-        return text
-
-    echo.__doc__ = ECHO_DESCRIPTION
-    agent: OaiAgent[Any] = OaiAgent(
-        name="bench",
-        instructions=INSTRUCTIONS,
-        model=ScriptedOaiModel(),
-        tools=[function_tool(echo)],
-    )
-    config = RunConfig(tracing_disabled=True)
-
-    async def run() -> RunResult:
-        turns = SCRIPT.tool_steps + 2
-        result: RunResult = await Runner.run(agent, PROMPT, max_turns=turns, run_config=config)
-        return result
-
-    return run
-
-
-def oai_outcome(result: object) -> Outcome:
-    assert isinstance(result, RunResult)
-    results = [str(i.output) for i in result.new_items if isinstance(i, ToolCallOutputItem)]
-    return Outcome(results, str(result.final_output))
-
-
-# -- dsh ----------------------------------------------------------------------------------
-
-DSH_USAGE = Usage(1, 1)
-
-
-class ScriptedAdapter:
-    """Streams each scripted reply as one block: start, one delta, end, usage, finish."""
-
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        call_id = SCRIPT.next_call()
-        if call_id is None:
-            yield BlockStart(0, "text")
-            yield TextDelta(0, FINAL)
-            yield BlockEnd(0)
-            yield UsageChunk(DSH_USAGE)
-            yield Finish("stop")
-            return
-        yield BlockStart(0, "tool-call")
-        yield ToolCallDelta(0, call_id, ECHO_JSON, name="echo")
-        yield BlockEnd(0)
-        yield UsageChunk(DSH_USAGE)
-        yield Finish("tool-calls")
-
-
-class EchoArgs(BaseModel):
-    text: str = Field(description="The text to send back.")
-
-
-async def dsh_echo(args: EchoArgs, call: ToolCall) -> str:
-    return args.text
-
-
-async def make_dsh(root: dsh.Context) -> Callable[[], Awaitable[object]]:
-    root.plugin(AgentCore, {"persona": INSTRUCTIONS})
-    await root.settle()
-    root.llm.register_adapter([MODEL], ScriptedAdapter())
-    root.llm.register_adapter([SHORT], ShortAdapter())
-    root.llm.register_adapter([STREAM], DeltasAdapter())
-    root.tools.register(
-        Tool(name="echo", description=ECHO_DESCRIPTION, parameters=EchoArgs, execute=dsh_echo)
-    )
-    await root.settle()
-
-    async def run() -> Session:
-        agent: Agent = root.agents.create(model=MODEL)
-        agent.send(PROMPT)
-        await agent.when_idle()
-        await agent.dispose()
-        return agent.session
-
-    return run
-
-
-def dsh_outcome(result: object) -> Outcome:
-    assert isinstance(result, Session)
-    events = result.events
-    results = []
-    for event in events:
-        if event.type == "tool/result":
-            assert not event.data["is_error"], event.data
-            results.append(str(event.data["content"]))
-    ends = [e.data["reason"] for e in events if e.type == "turn/end"]
-    assert ends == [{"kind": "completed"}], ends
-    final = [e.data["message"] for e in events if e.type == "assistant/message"][-1]
-    chunks = sum(1 for e in events if e.type == "assistant/chunk")
-    return Outcome(results, Message.from_json(final).text, chunks)
-
 
 OUTCOMES: dict[str, Callable[[object], Outcome]] = {
     FLOOR: floor_outcome,
@@ -472,17 +175,6 @@ def dsh_lifecycle(root: dsh.Context, batch: int) -> Callable[[], Awaitable[objec
     return go
 
 
-class ShortAdapter:
-    """Answers every request with one short text block (no tool call)."""
-
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        yield BlockStart(0, "text")
-        yield TextDelta(0, "ok")
-        yield BlockEnd(0)
-        yield UsageChunk(DSH_USAGE)
-        yield Finish("stop")
-
-
 async def observed_turns(root: dsh.Context, agents: int, turns: int, rounds: int) -> float:
     """Median seconds per agent-turn with ``agents`` live agents, each observed by one
     ``session/event`` listener registered through its own ``agent.ctx``; ``turns``
@@ -510,108 +202,6 @@ async def observed_turns(root: dsh.Context, agents: int, turns: int, rounds: int
     for agent in made:
         await agent.dispose()
     return statistics.median(samples["turns"]) / len(busy)
-
-
-STREAM = "stream"
-DELTAS = 1000
-WORDS = [f"w{i % 997} " for i in range(DELTAS)]
-ANSWER = "".join(WORDS)
-
-
-class DeltasAdapter:
-    """Streams :data:`ANSWER` in :data:`DELTAS` text deltas, or whole when asked."""
-
-    def __init__(self) -> None:
-        self.whole = False
-
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        yield BlockStart(0, "text")
-        # Whole: a string made now, as a model's reply would be (not the constant).
-        for piece in ["".join(WORDS)] if self.whole else WORDS:
-            yield TextDelta(0, piece)
-        yield BlockEnd(0)
-        yield UsageChunk(DSH_USAGE)
-        yield Finish("stop")
-
-
-def _settled_bytes() -> int:
-    gc.collect()
-    return sum(stat.size for stat in tracemalloc.take_snapshot().statistics("filename"))
-
-
-async def turn_memory(root: dsh.Context, adapter: DeltasAdapter, whole: bool) -> int:
-    """Bytes a session keeps for one turn whose answer streamed as :data:`DELTAS`
-    deltas (or as one, with ``whole``): measured with tracemalloc around the turn."""
-    adapter.whole = whole
-    agent: Agent = root.agents.create(model=STREAM)
-    agent.send(PROMPT)  # a first turn: what every turn allocates once is not counted
-    await agent.when_idle()
-    tracemalloc.start()
-    try:
-        before = _settled_bytes()
-        agent.send(PROMPT)
-        await agent.when_idle()
-        kept = _settled_bytes() - before
-    finally:
-        tracemalloc.stop()
-    final = [m for m in agent.session.history() if m.role == "assistant"][-1]
-    assert final.text == ANSWER, final.text[:40]
-    await agent.dispose()
-    return kept
-
-
-def _bytes_per(make: Callable[[], object], count: int) -> float:
-    """Bytes each of ``count`` objects made by ``make`` keeps (tracemalloc)."""
-    made: list[object] = []
-    tracemalloc.start()
-    try:
-        before = _settled_bytes()
-        made.extend(make() for _ in range(count))
-        kept = _settled_bytes() - before
-    finally:
-        tracemalloc.stop()
-    assert len(made) == count
-    return kept / count
-
-
-async def idle_agent_memory(root: dsh.Context, count: int) -> dict[str, float]:
-    """Bytes per idle agent: dsh agents created and settled (driver waiting), beside
-    a pydantic-ai and an openai-agents ``Agent`` with the same instructions and tool."""
-
-    def pai() -> object:
-        agent: PaiAgent[None, str] = PaiAgent(FunctionModel(_pai_model), instructions=INSTRUCTIONS)
-
-        async def echo(text: str) -> str:
-            return text
-
-        agent.tool_plain(echo)
-        return agent
-
-    def oai() -> object:
-        async def echo(text: str) -> str:
-            return text
-
-        return OaiAgent(
-            name="bench",
-            instructions=INSTRUCTIONS,
-            model=ScriptedOaiModel(),
-            tools=[function_tool(echo)],
-        )
-
-    made: list[Agent] = []
-    tracemalloc.start()
-    try:
-        before = _settled_bytes()
-        made.extend(root.agents.create(model=MODEL) for _ in range(count))
-        for _ in range(3):  # settled: an idle agent starts no driver task
-            await anyio.lowlevel.checkpoint()
-        dsh_bytes = (_settled_bytes() - before) / count
-    finally:
-        tracemalloc.stop()
-    assert all(agent.status == "idle" for agent in made)
-    for agent in made:
-        await agent.dispose()
-    return {DSH: dsh_bytes, PAI: _bytes_per(pai, count), OAI: _bytes_per(oai, count)}
 
 
 def stored_history(turns: int) -> list[SessionEvent]:
@@ -759,22 +349,7 @@ async def main(quick: bool, profile: bool) -> None:
             f"a turn on a fresh session {resumed['fresh'] * 1e3:.2f} ms "
             f"(first / fresh {resumed['first'] / resumed['fresh']:.2f}x)"
         )
-        adapter = root.llm._routes[STREAM]
-        streamed = await turn_memory(root, adapter, whole=False)
-        whole = await turn_memory(root, adapter, whole=True)
-        text = len(ANSWER.encode())
-        print(
-            f"dsh memory kept by a turn streaming a {text / 1024:.1f} KiB answer: "
-            f"{DELTAS} deltas {streamed / 1024:.1f} KiB ({streamed / text:.2f}x the text), "
-            f"1 delta {whole / 1024:.1f} KiB; the deltas add {(streamed - whole) / 1024:.1f} "
-            f"KiB ({(streamed - whole) / text:.2f}x the text)"
-        )
-        idle = await idle_agent_memory(root, 200)
-        cells = ", ".join(f"{name} {idle[name] / 1024:.1f} KiB" for name in (DSH, PAI, OAI))
-        print(
-            f"memory per idle agent (200 of each): {cells}; dsh / pydantic-ai "
-            f"{idle[DSH] / idle[PAI]:.2f}x, dsh / openai-agents {idle[DSH] / idle[OAI]:.2f}x"
-        )
+        await memory_report(root)
         print(
             "\nNot like for like: per step dsh does more than the peers. Its adapter streams"
             "\nfive chunks per reply, which dsh logs (one event each, packed per step) and"

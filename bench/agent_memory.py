@@ -1,0 +1,134 @@
+"""Memory of dsh agents beside the peers: what a turn keeps, what an idle agent holds.
+
+Run alone: ``.venv/bin/python -m bench.agent_memory``; :mod:`bench.agent_step` prints
+the same lines after its table.
+"""
+
+import gc
+import tracemalloc
+from collections.abc import Callable
+
+import anyio
+import anyio.lowlevel
+from agents import Agent as OaiAgent
+from agents import function_tool
+from pydantic_ai import Agent as PaiAgent
+from pydantic_ai.models.function import FunctionModel
+
+import dsh
+from bench._step_dsh import ANSWER, DELTAS, STREAM, DeltasAdapter, make_dsh
+from bench._step_peers import ScriptedOaiModel, _pai_model
+from bench._step_script import DSH, INSTRUCTIONS, MODEL, OAI, PAI, PROMPT
+from dsh_agent import Agent
+
+
+def _settled_bytes() -> int:
+    gc.collect()
+    return sum(stat.size for stat in tracemalloc.take_snapshot().statistics("filename"))
+
+
+async def turn_memory(root: dsh.Context, adapter: DeltasAdapter, whole: bool) -> int:
+    """Bytes a session keeps for one turn whose answer streamed as :data:`DELTAS`
+    deltas (or as one, with ``whole``): measured with tracemalloc around the turn."""
+    adapter.whole = whole
+    agent: Agent = root.agents.create(model=STREAM)
+    agent.send(PROMPT)  # a first turn: what every turn allocates once is not counted
+    await agent.when_idle()
+    tracemalloc.start()
+    try:
+        before = _settled_bytes()
+        agent.send(PROMPT)
+        await agent.when_idle()
+        kept = _settled_bytes() - before
+    finally:
+        tracemalloc.stop()
+    final = [m for m in agent.session.history() if m.role == "assistant"][-1]
+    assert final.text == ANSWER, final.text[:40]
+    await agent.dispose()
+    return kept
+
+
+def _bytes_per(make: Callable[[], object], count: int) -> float:
+    """Bytes each of ``count`` objects made by ``make`` keeps (tracemalloc)."""
+    made: list[object] = []
+    tracemalloc.start()
+    try:
+        before = _settled_bytes()
+        made.extend(make() for _ in range(count))
+        kept = _settled_bytes() - before
+    finally:
+        tracemalloc.stop()
+    assert len(made) == count
+    return kept / count
+
+
+async def idle_agent_memory(root: dsh.Context, count: int) -> dict[str, float]:
+    """Bytes per idle agent: dsh agents created and settled (driver waiting), beside
+    a pydantic-ai and an openai-agents ``Agent`` with the same instructions and tool."""
+
+    def pai() -> object:
+        agent: PaiAgent[None, str] = PaiAgent(FunctionModel(_pai_model), instructions=INSTRUCTIONS)
+
+        async def echo(text: str) -> str:
+            return text
+
+        agent.tool_plain(echo)
+        return agent
+
+    def oai() -> object:
+        async def echo(text: str) -> str:
+            return text
+
+        return OaiAgent(
+            name="bench",
+            instructions=INSTRUCTIONS,
+            model=ScriptedOaiModel(),
+            tools=[function_tool(echo)],
+        )
+
+    made: list[Agent] = []
+    tracemalloc.start()
+    try:
+        before = _settled_bytes()
+        made.extend(root.agents.create(model=MODEL) for _ in range(count))
+        for _ in range(3):  # settled: an idle agent starts no driver task
+            await anyio.lowlevel.checkpoint()
+        dsh_bytes = (_settled_bytes() - before) / count
+    finally:
+        tracemalloc.stop()
+    assert all(agent.status == "idle" for agent in made)
+    for agent in made:
+        await agent.dispose()
+    return {DSH: dsh_bytes, PAI: _bytes_per(pai, count), OAI: _bytes_per(oai, count)}
+
+
+async def memory_report(root: dsh.Context) -> None:
+    """Print the memory lines; ``root`` runs agent-core with the :class:`DeltasAdapter`
+    on :data:`STREAM` and :data:`MODEL` routed (as :func:`bench.agent_step.make_dsh`
+    leaves it)."""
+    adapter = root.llm._routes[STREAM]
+    streamed = await turn_memory(root, adapter, whole=False)
+    whole = await turn_memory(root, adapter, whole=True)
+    text = len(ANSWER.encode())
+    print(
+        f"dsh memory kept by a turn streaming a {text / 1024:.1f} KiB answer: "
+        f"{DELTAS} deltas {streamed / 1024:.1f} KiB ({streamed / text:.2f}x the text), "
+        f"1 delta {whole / 1024:.1f} KiB; the deltas add {(streamed - whole) / 1024:.1f} "
+        f"KiB ({(streamed - whole) / text:.2f}x the text)"
+    )
+    idle = await idle_agent_memory(root, 200)
+    cells = ", ".join(f"{name} {idle[name] / 1024:.1f} KiB" for name in (DSH, PAI, OAI))
+    print(
+        f"memory per idle agent (200 of each): {cells}; dsh / pydantic-ai "
+        f"{idle[DSH] / idle[PAI]:.2f}x, dsh / openai-agents {idle[DSH] / idle[OAI]:.2f}x"
+    )
+
+
+async def main() -> None:
+    async with dsh.Context() as root:
+        await make_dsh(root)
+        await memory_report(root)
+
+
+if __name__ == "__main__":
+    anyio.run(main, backend="asyncio")
