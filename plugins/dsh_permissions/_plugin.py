@@ -109,7 +109,10 @@ class Permissions(Plugin):
         # The settings of the directory the deployment runs in are read now: a bad
         # file fails the start, naming itself.
         self.rules_for(os.getcwd())
-        yield ctx.on("tool/before", self.before)
+        if self._configured or self.config.claude_settings:
+            # Without settings files and configured rules no rule can ever cover a
+            # call: no listener, so the call path stays as without the plugin.
+            yield ctx.on("tool/before", self.before)
         if ctx.get("approval") is not None:
             yield ctx.on("approval/always", self.remember)
         yield self._by_cwd.clear

@@ -148,9 +148,12 @@ async def test_rules_come_from_the_settings_files(project: Path) -> None:
 async def test_claude_settings_false_reads_no_file(project: Path) -> None:
     settings(project / ".claude" / "settings.json", deny=["Bash"])
     async with rig(project, claude_settings=False) as r:
+        # No rule can ever cover a call: the plugin does not listen (costs a step nothing).
+        assert r.root.events.event("tool/before").listeners() == ()
         r.answers = [True]
         await r.run("ls")
         assert r.ran == ["ls"]
+        assert r.asked == ["bash: ls"]
 
 
 async def test_always_persists_a_rule_that_applies_at_once(project: Path) -> None:
