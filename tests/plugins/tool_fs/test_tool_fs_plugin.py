@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import dsh_tool_fs
-from dsh import ConfigError, Context, DeploymentError, FiberState, load_deployment
+from dsh import ConfigError, Context, FiberState, load_deployment
 from dsh.testing import (
     ScriptedModel,
     run_turn,
@@ -27,6 +27,7 @@ from dsh_system_prompt import SystemPrompt
 from dsh_tool_fs import FsTools
 from dsh_tools import Tools
 from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, run
+from tests.support import failed_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -165,7 +166,7 @@ async def test_a_deployment_of_the_four_layers_writes_in_the_agents_cwd(
 
 
 async def test_a_bad_layer_config_in_yaml_is_reported_with_its_line(tmp_path: Path) -> None:
-    path = write_deployment(
+    path, error = await failed_deployment(
         tmp_path,
         """\
         - {id: fs, name: fs}
@@ -173,13 +174,10 @@ async def test_a_bad_layer_config_in_yaml_is_reported_with_its_line(tmp_path: Pa
           name: fs-local
           config: {mode: everything}
         """,
+        absent="fs",
     )
-    async with Context() as root:
-        with pytest.raises(DeploymentError) as caught:
-            await load_deployment(path, root)
-        assert root.get("fs") is None
-    assert f"{path}:2" in str(caught.value)
-    assert "(at mode)" in str(caught.value)
+    assert f"{path}:2" in str(error)
+    assert "(at mode)" in str(error)
 
 
 async def test_agent_core_and_a_plain_agent_use_the_process_cwd(
