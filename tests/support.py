@@ -11,6 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from dsh import Context, DeploymentError, load_deployment
 from dsh.testing import write_deployment
 from dsh_session import Session
 
@@ -24,6 +27,21 @@ ECHO = EXAMPLES / "echo-agent" / "dsh.yml"
 IDENT = "You are an AI agent powered by dsh."
 #: An agent-core config declaring two agents on the echo model.
 TWO_AGENTS = "{model: echo-mock, persona: 'On {{model}}.', agents: [{id: a}, {id: b}]}"
+
+
+async def failed_deployment(
+    directory: Path, entries: str, *, absent: str | None = None
+) -> tuple[Path, DeploymentError]:
+    """Write the deployment ``entries`` (YAML, dedented) in ``directory`` and load it
+    into a fresh root, which must fail; the file and the error. With ``absent``: the
+    failed load left no such service on the root."""
+    path = write_deployment(directory, entries)
+    async with Context() as root:
+        with pytest.raises(DeploymentError) as caught:
+            await load_deployment(path, root)
+        if absent is not None:
+            assert root.get(absent) is None
+    return path, caught.value
 
 
 def echo_deployment(directory: Path, core: str, extra: str = "") -> Path:

@@ -75,6 +75,10 @@ class Chat:
         self.worst = EXIT_OK  # EXIT_FAILED once a turn failed (no terminal REPL)
         self.pipe_closed = False  # stdout's reader went away
         self.quitting = False  # /exit ran
+        self.set_up()
+
+    def set_up(self) -> None:
+        """What a subclass adds once the conversation's state is there (nothing here)."""
 
     # -- output ---------------------------------------------------------------------------
 
@@ -128,12 +132,18 @@ class Chat:
         self.stream(self.out, self.config.prompt)
 
     def on_session_event(self, session: Session, event: SessionEvent) -> None:
-        """The ``session/event`` listener: :meth:`on_event`, except that stdout's reader
+        """The ``session/event`` listener: :meth:`on_event` for the agent's session,
+        :meth:`on_child_event` for its subagents' ones, except that stdout's reader
         going away (``dsh run | head``) ends the run instead of failing the turn."""
         if self.pipe_closed:
             return
         try:
-            self.on_event(session, event)
+            if session is self.agent.session:
+                self.on_event(event)
+            else:
+                depth = self.depth_of(session)
+                if depth:
+                    self.on_child_event(session, event, depth)
         except BrokenPipeError:
             self.pipe_closed = True
             if self.open is self.out:
@@ -142,12 +152,8 @@ class Chat:
             self.agent.cancel()
             self.scope.cancel()
 
-    def on_event(self, session: Session, event: SessionEvent) -> None:
-        if session is not self.agent.session:
-            depth = self.depth_of(session)
-            if depth:
-                self.on_child_event(session, event, depth)
-            return
+    def on_event(self, event: SessionEvent) -> None:
+        """An event of the agent's own session."""
         data = event.data
         kind = event.type
         limit = self.config.preview_chars
@@ -335,15 +341,20 @@ class Chat:
                 return self.worst
             # The line was typed (ending the prompt's line on a terminal): a new row.
             self.open = None
-            self.interrupts = 0
-            text = line.strip()
-            if not text:
-                continue
-            if text.startswith("/"):
-                if await self.command(text):
-                    return self.worst
-                continue
-            await self.user_turn(text)
+            if await self.take(line):
+                return self.worst
+
+    async def take(self, line: str) -> bool:
+        """One line the user typed: a ``/command``, a message, or nothing (blank);
+        True means quit (``/exit``)."""
+        self.interrupts = 0
+        text = line.strip()
+        if not text:
+            return False
+        if text.startswith("/"):
+            return await self.command(text)
+        await self.user_turn(text)
+        return False
 
     async def user_turn(self, text: str) -> None:
         """A message of the user's (typed, or sent by a slash command) as one turn."""

@@ -27,14 +27,12 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 
-from dsh_agent import Agent
 from dsh_llm import Usage
-from dsh_session import Session, SessionEvent
+from dsh_session import SessionEvent
 from dsh_slash_commands import SlashCommands
 
 from ._chat import Chat
 from ._report import EXIT_INTERRUPTED, EXIT_OK, checklist, describe_end
-from ._service import StdioAgent
 from ._usage import session_usage
 from ._view import View, token_line
 
@@ -203,23 +201,14 @@ class TerminalChat(Chat):
     todo list, subagent activity) and replaces its input and its drawing.
     """
 
-    def __init__(
-        self,
-        owner: StdioAgent,
-        agent: Agent,
-        out: TextIO,
-        err: TextIO,
-        *,
-        interactive: bool,
-        one_shot: bool,
-        assume_yes: bool = False,
-    ) -> None:
-        super().__init__(
-            owner, agent, out, err, interactive=True, one_shot=False, assume_yes=assume_yes
-        )
-        console = owner.console
+    def set_up(self) -> None:
+        """The terminal chat is always an interactive, open-ended one; it draws on
+        ``owner.console``, else on a console of its own on ``out``."""
+        self.interactive = True
+        self.one_shot = False
+        console = self.owner.console
         if console is None:
-            console = Console(file=out, highlight=False, markup=False, emoji=False)
+            console = Console(file=self.out, highlight=False, markup=False, emoji=False)
         markdown = self.config.markdown and not os.environ.get("NO_COLOR")
         self.view = View(console, markdown=markdown, preview_chars=self.config.preview_chars)
         self.app: Application[Any] | None = None  # the prompt, while it shows
@@ -250,12 +239,7 @@ class TerminalChat(Chat):
     def show_prompt(self) -> None:
         """The line editor shows the prompt."""
 
-    def on_event(self, session: Session, event: SessionEvent) -> None:
-        if session is not self.agent.session:
-            depth = self.depth_of(session)
-            if depth:
-                self.on_child_event(session, event, depth)
-            return
+    def on_event(self, event: SessionEvent) -> None:
         data = event.data
         kind = event.type
         view = self.view
@@ -373,12 +357,5 @@ class TerminalChat(Chat):
                 continue
             finally:
                 self.app = None
-            self.interrupts = 0
-            text = line.strip()
-            if not text:
-                continue
-            if text.startswith("/"):
-                if await self.command(text):
-                    return EXIT_OK
-                continue
-            await self.turn(text)
+            if await self.take(line):
+                return EXIT_OK

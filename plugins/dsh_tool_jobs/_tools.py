@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -70,41 +71,32 @@ class ToolJobs(Plugin):
     def setup(self) -> Iterator[Disposer]:
         ctx = self.ctx
         yield ctx.system_prompt.section(PromptSection(name="tool:jobs", order=106, text=GUIDANCE))
-        yield ctx.tools.register(
+        tools: tuple[Tool[Any], ...] = (
             Tool(
-                name="job_output",
-                description=(
-                    "Read what a background job wrote since the last read of it. With "
-                    "`wait` (the default) it first waits until the job ends or "
-                    "`timeout_ms` passes. The reply ends with the job's status: "
-                    "`[status: running]`, `[status: exited N]` or `[status: killed SIGNAL]`."
-                ),
-                parameters=JobOutputArgs,
-                execute=self.job_output,
-            )
-        )
-        yield ctx.tools.register(
+                "job_output",
+                "Read what a background job wrote since the last read of it. With "
+                "`wait` (the default) it first waits until the job ends or "
+                "`timeout_ms` passes. The reply ends with the job's status: "
+                "`[status: running]`, `[status: exited N]` or `[status: killed SIGNAL]`.",
+                JobOutputArgs,
+                self.job_output,
+            ),
             Tool(
-                name="job_list",
-                description=(
-                    "List the background jobs of this session, one `<id> [<status>] "
-                    "<command>` line each."
-                ),
-                parameters=NoArgs,
-                execute=self.job_list,
-            )
-        )
-        yield ctx.tools.register(
+                "job_list",
+                "List the background jobs of this session, one `<id> [<status>] "
+                "<command>` line each.",
+                NoArgs,
+                self.job_list,
+            ),
             Tool(
-                name="job_kill",
-                description=(
-                    "Stop a background job: SIGTERM to its processes, SIGKILL if they "
-                    "do not end soon."
-                ),
-                parameters=JobIdArgs,
-                execute=self.job_kill,
-            )
+                "job_kill",
+                "Stop a background job: SIGTERM to its processes, SIGKILL if they do not end soon.",
+                JobIdArgs,
+                self.job_kill,
+            ),
         )
+        for tool in tools:
+            yield ctx.tools.register(tool)
 
     async def job_output(self, args: JobOutputArgs, call: ToolCall) -> str:
         timeout = args.timeout_ms

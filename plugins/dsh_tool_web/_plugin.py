@@ -64,15 +64,23 @@ class ToolWeb(Plugin):
             yield self._unmount_search
             self._follow("search")
         if config.fetch:
-            yield ctx.system_prompt.section(PromptSection(*FETCH_SECTION, text=FETCH_GUIDANCE))
-            yield ctx.tools.register(
+            yield from self._offer(
+                FETCH_SECTION,
+                FETCH_GUIDANCE,
                 Tool(
                     name="web_fetch",
                     description=FETCH_DESCRIPTION,
                     parameters=WebFetchArgs,
                     execute=self.web_fetch,
-                )
+                ),
             )
+
+    def _offer(
+        self, section: tuple[str, int], guidance: str, tool: Tool[Any]
+    ) -> Iterator[Disposer]:
+        """A tool and its guidance section."""
+        yield self.ctx.system_prompt.section(PromptSection(*section, text=guidance))
+        yield self.ctx.tools.register(tool)
 
     # -- following the search providers -----------------------------------------------
 
@@ -89,14 +97,15 @@ class ToolWeb(Plugin):
         ctx = self.ctx
 
         def body() -> Iterator[Disposer]:
-            yield ctx.system_prompt.section(PromptSection(*SEARCH_SECTION, text=SEARCH_GUIDANCE))
-            yield ctx.tools.register(
+            return self._offer(
+                SEARCH_SECTION,
+                SEARCH_GUIDANCE,
                 Tool(
                     name="web_search",
                     description=SEARCH_DESCRIPTION,
                     parameters=WebSearchArgs,
                     execute=self.web_search,
-                )
+                ),
             )
 
         self._search = ctx.effect(body, label="web_search")

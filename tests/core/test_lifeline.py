@@ -234,11 +234,16 @@ def test_forget_resets_the_lifeline() -> None:
 
 @pytest.mark.anyio
 async def test_open_process_leads_a_watched_group_and_reap_releases_it() -> None:
-    process = await open_process(["sleep", "1000"], env={"A": "b"})
+    # The child says when its program runs: its environment is set up by then (the
+    # kernel fills /proc/<pid>/environ a moment after the exec).
+    running = "import sys, time; sys.stdout.write('up'); sys.stdout.flush(); time.sleep(1000)"
+    process = await open_process([sys.executable, "-c", running], env={"A": "b"})
     try:
+        assert process.stdout is not None
+        assert await process.stdout.receive() == b"up"
         assert os.getpgid(process.pid) == process.pid == os.getsid(process.pid)
         assert process.pid in LIFELINE.groups
-        environ = await anyio.to_thread.run_sync(environ_of, process.pid)
+        environ = environ_of(process.pid)
         assert f"{MARK}={LIFELINE.token}".encode() in environ
         assert b"A=b" in environ
     finally:

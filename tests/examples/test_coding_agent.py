@@ -14,7 +14,6 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from dsh_tool_fs import SECTIONS as FS_SECTIONS
 from dsh_tool_jobs import GUIDANCE as JOBS_GUIDANCE
 from dsh_tool_web import FETCH_GUIDANCE
 from tests.core.lifeline_support import marked, survivors, wait_for
+from tests.http_support import Loopback, QuietHandler
 from tests.support import EXAMPLES, run_dsh, stored_seqs
 
 EXAMPLE = EXAMPLES / "coding-agent" / "dsh.yml"
@@ -101,11 +101,8 @@ class Wire:
         self.release = threading.Event()
         wire = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.0"
-
-            def log_message(self, *args: Any) -> None:
-                return None
+        class Handler(QuietHandler):
+            protocol_version = "HTTP/1.0"  # a stream ends when the connection does
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -126,15 +123,12 @@ class Wire:
                     return
                 self.wfile.write(b"data: [DONE]\n\n")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = Loopback(Handler)
+        self.url = self.server.root
 
     def close(self) -> None:
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
 
 @pytest.fixture

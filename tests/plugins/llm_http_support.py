@@ -1,17 +1,16 @@
 """A scripted model server on loopback for the HTTP adapters' tests (``llm-openai``,
 ``llm-anthropic``), and the helpers they share.
 
-:class:`LoopbackServer` runs a stdlib ``ThreadingHTTPServer`` on 127.0.0.1:0 in a daemon
-thread. Tests queue replies (``server.stream(...)``, ``server.reply(...)``,
-``server.hang_up()``); each request takes the next one. The server records every
-request and notices when a client goes away. Nothing here patches the HTTP client: the
+:class:`LoopbackServer` runs a :class:`tests.http_support.Loopback` server. Tests queue
+replies (``server.stream(...)``, ``server.reply(...)``, ``server.hang_up()``); each
+request takes the next one. The server records every request and notices when a client
+goes away. Nothing here patches the HTTP client: the
 adapter talks real HTTP. A provider's subclass names its plugin and the path of its API
 root, and adds frame builders.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import socket
 import threading
@@ -19,7 +18,6 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing, asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, TypeVar
 
 import anyio
@@ -28,6 +26,7 @@ import pytest
 from dsh import ConfigError, Context
 from dsh_llm import Chunk, Finish, Llm, LlmFailure, LlmRequest, Message
 from dsh_llm.http import HttpModelPlugin
+from tests.http_support import Loopback, QuietHandler
 
 #: A stream the adapter stops reading early leaves httpx's nested body generators
 #: unexhausted; trio warns when they are collected (encode/httpx#3686). The
@@ -127,17 +126,10 @@ class LoopbackServer:
         self.release = threading.Event()
         self._sockets: set[socket.socket] = set()
         self._lock = threading.Lock()
-        handler = type("Handler", (_Handler,), {"owner": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        host, port = self.httpd.server_address[:2]
-        self.root = f"http://{host!s}:{port}"
+        self.http = Loopback(type("Handler", (_Handler,), {"owner": self}))
+        self.root = self.http.root
         #: The ``base_url`` to configure.
         self.url = f"{self.root}{self.api_root}"
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-        self._thread.start()
 
     # -- scripting -----------------------------------------------------------------------
 
@@ -248,21 +240,11 @@ class LoopbackServer:
         for sock in sockets:
             with suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=10)
+        self.http.close()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(QuietHandler):
     owner: LoopbackServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def handle(self) -> None:
-        with suppress(OSError):  # the client reset the connection between requests
-            super().handle()
 
     def setup(self) -> None:
         super().setup()
@@ -364,14 +346,6 @@ def serve(cls: type[ServerT], monkeypatch: pytest.MonkeyPatch) -> Iterator[Serve
         yield loopback
     finally:
         loopback.close()
-
-
-def collect_garbage() -> Iterator[None]:
-    """Collect cycles before a test ends, so any warning a collected object raises is
-    reported against (and filtered by the marks of) the test that made it: the body of
-    an autouse fixture (``yield from collect_garbage()``)."""
-    yield
-    gc.collect()
 
 
 def closed_port() -> int:

@@ -8,8 +8,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from dsh import ConfigError, Context, DeploymentError, Disposer, Plugin, cli, load_deployment
-from dsh.testing import write_deployment
+from dsh import ConfigError, Context, Disposer, Plugin, cli
 from dsh_approval import (
     ALWAYS,
     Approval,
@@ -20,6 +19,7 @@ from dsh_approval import (
 from dsh_system_prompt import SystemPrompt
 from dsh_tools import Tool, ToolCall, Tools
 from tests.plugins.stdio_agent.stdio_support import shell_deployment
+from tests.support import failed_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -258,7 +258,7 @@ async def test_an_unknown_policy_is_a_config_error() -> None:
 
 
 async def test_a_bad_config_in_yaml_names_the_file_line_and_entry(tmp_path: Path) -> None:
-    path = write_deployment(
+    path, error = await failed_deployment(
         tmp_path,
         """\
         - id: ok
@@ -268,10 +268,7 @@ async def test_a_bad_config_in_yaml_names_the_file_line_and_entry(tmp_path: Path
           config: {policy: maybe}
         """,
     )
-    async with Context() as root:
-        with pytest.raises(DeploymentError) as info:
-            await load_deployment(path, root)
-    message = str(info.value)
+    message = str(error)
     assert f"{path}:3" in message
     assert '"gate"' in message or "gate" in message
     assert "policy" in message

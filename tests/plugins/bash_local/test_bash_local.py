@@ -11,9 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from dsh import ConfigError, Context, DeploymentError, load_deployment
+from dsh import ConfigError, Context
 from dsh.lifeline import LIFELINE
-from dsh.testing import write_deployment
 from dsh_bash import Bash, BashRequest, BashRun, BashSpawnError, BashUnavailableError
 from dsh_bash_local import FIXED_ENV, LocalBash
 from tests.plugins.bash.bash_support import (
@@ -28,6 +27,7 @@ from tests.plugins.bash.bash_support import (
     shell,
     spill_file,
 )
+from tests.support import failed_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -400,7 +400,7 @@ async def test_bad_configs(config: dict[str, object], problem: str) -> None:
 
 
 async def test_a_bad_config_is_located_in_the_deployment(tmp_path: Path) -> None:
-    path = write_deployment(
+    path, error = await failed_deployment(
         tmp_path,
         """\
         - {id: seam, name: bash}
@@ -409,9 +409,6 @@ async def test_a_bad_config_is_located_in_the_deployment(tmp_path: Path) -> None
           config: {max_timeout_ms: 0}
         """,
     )
-    async with Context() as root:
-        with pytest.raises(DeploymentError) as info:
-            await load_deployment(path, root)
-    assert f"{path}:2" in str(info.value)
-    assert "local" in str(info.value)
-    assert "max_timeout_ms" in str(info.value)
+    assert f"{path}:2" in str(error)
+    assert "local" in str(error)
+    assert "max_timeout_ms" in str(error)

@@ -67,6 +67,12 @@ def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Layout:
     return found
 
 
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Layout:
+    """The test's :func:`layout` (a fixture: a directory's ``conftest.py`` imports it)."""
+    return layout(tmp_path, monkeypatch)
+
+
 @asynccontextmanager
 async def fs_stack(
     local: dict[str, Any] | None = None,

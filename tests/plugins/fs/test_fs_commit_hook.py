@@ -3,20 +3,15 @@ error refuses the write, the exact disposer removes one."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dsh_fs import Commit, Version
-from tests.plugins.fs.fs_support import fs_stack, layout
+from tests.plugins.fs.fs_support import Layout, fs_stack
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_hooks_see_each_replace_before_it_lands(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_hooks_see_each_replace_before_it_lands(ws: Layout) -> None:
     target = ws.root / "f.txt"
     seen: list[tuple[str, Commit, bytes | None]] = []
     async with fs_stack(policy=False, tools=False) as root:
@@ -42,10 +37,7 @@ async def test_hooks_see_each_replace_before_it_lands(
     assert (edited[1].after, target.read_bytes()) == (b"onetwo", b"onetwo")
 
 
-async def test_a_failing_hook_refuses_the_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_failing_hook_refuses_the_write(ws: Layout) -> None:
     async with fs_stack(policy=False, tools=False) as root:
 
         async def refuse(commit: Commit) -> None:

@@ -6,7 +6,6 @@ import importlib.metadata
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -37,7 +36,7 @@ from dsh_fs_policy import ObservationPolicy
 from dsh_system_prompt import SystemPrompt
 from dsh_tool_fs import FsTools
 from dsh_tools import Tools
-from tests.plugins.fs.fs_support import agent_call, fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, agent_call, fs_stack, run
 
 pytestmark = pytest.mark.anyio
 
@@ -172,10 +171,7 @@ async def test_a_backend_missing_methods_is_refused_by_name() -> None:
         assert root.fs.backend is None
 
 
-async def test_without_a_backend_every_operation_says_what_to_add(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_without_a_backend_every_operation_says_what_to_add(ws: Layout) -> None:
     async with Context() as root:
         await root.plugin(SystemPrompt)
         await root.plugin(Tools)
@@ -331,10 +327,7 @@ async def test_search_patterns_are_python_regexes() -> None:
             await root.fs.search("(", "/w")
 
 
-async def test_a_real_stack_reports_versions_that_follow_the_content(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_real_stack_reports_versions_that_follow_the_content(ws: Layout) -> None:
     target = ws.root / "f.txt"
     target.write_text("one")
     async with fs_stack(tools=False) as root:

@@ -16,7 +16,7 @@ from dsh_approval import ApprovalRequest
 from dsh_fs_local import FsLocalConfig, LocalBackend
 from dsh_fs_local._deny import DeniedFiles, DenyRule
 from dsh_fs_local._fence import Fence
-from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, run
 
 pytestmark = pytest.mark.anyio
 
@@ -48,10 +48,7 @@ def after_the_check(root: Context, swap: Callable[[], None]) -> None:
     backend.check_read = check_then_swap  # type: ignore[method-assign]
 
 
-async def test_a_file_swapped_for_a_symlink_after_the_check_is_not_followed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_file_swapped_for_a_symlink_after_the_check_is_not_followed(ws: Layout) -> None:
     keys = keys_of(ws)
     (ws.root / "notes.txt").write_text("harmless\n")
 
@@ -66,9 +63,8 @@ async def test_a_file_swapped_for_a_symlink_after_the_check_is_not_followed(
 
 
 async def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout,
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     keys = keys_of(ws)
     (ws.root / "sub").mkdir()
     (ws.root / "sub" / "id").write_text("harmless\n")
@@ -83,10 +79,7 @@ async def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed
     assert (result.content, result.code) == (refused(keys / "id", f"{keys}/**"), "FS_READ_DENIED")
 
 
-async def test_a_swap_to_a_harmless_file_reads_what_the_path_leads_to_now(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_swap_to_a_harmless_file_reads_what_the_path_leads_to_now(ws: Layout) -> None:
     (ws.root / "notes.txt").write_text("before\n")
     (ws.root / "other.txt").write_text("after\n")
 
@@ -100,10 +93,7 @@ async def test_a_swap_to_a_harmless_file_reads_what_the_path_leads_to_now(
     assert text.text == "after\n"
 
 
-async def test_a_hard_link_to_a_denied_file_is_denied_everywhere(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_hard_link_to_a_denied_file_is_denied_everywhere(ws: Layout) -> None:
     keys = keys_of(ws)
     os.link(keys / "id", ws.root / "copy.txt")
     (ws.root / "open.txt").write_text("SECRET? no\n")
@@ -129,10 +119,7 @@ async def test_a_hard_link_to_a_denied_file_is_denied_everywhere(
     )
 
 
-async def test_listings_and_searches_name_no_denied_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_listings_and_searches_name_no_denied_file(ws: Layout) -> None:
     keys = keys_of(ws)
     (keys / "sub").mkdir()
     (keys / "sub" / "deep.pem").write_text("SECRET\n")
@@ -146,9 +133,8 @@ async def test_listings_and_searches_name_no_denied_file(
 
 
 async def test_a_rule_that_covers_too_much_refuses_hard_linked_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     keys = keys_of(ws)
     for n in range(3):
         (keys / f"k{n}").write_text("x\n")
@@ -203,10 +189,7 @@ def test_the_screen_of_a_directory_holds_only_the_rules_that_can_match_there(
     assert [bool(several(f"{tmp_path}/a/b/k.pem")), bool(several(f"{tmp_path}/z"))] == [True, False]
 
 
-async def test_a_write_never_shows_or_replaces_a_denied_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_write_never_shows_or_replaces_a_denied_file(ws: Layout) -> None:
     keys = keys_of(ws)
     asked: list[str] = []
 

@@ -19,7 +19,7 @@ from dsh import ConfigError, Context
 from dsh_fs import Filesystem
 from dsh_fs_local import DEFAULT_DENY_READ, Fence, FsLocal, FsLocalConfig, LocalBackend
 from dsh_fs_local._walk import required_literal
-from tests.plugins.fs.fs_support import fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, fs_stack, run
 
 pytestmark = pytest.mark.anyio
 
@@ -60,9 +60,8 @@ async def test_the_plugin_sets_and_unsets_the_backend() -> None:
 
 
 async def test_a_failed_write_leaves_no_temp_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
 
     real_write = os.write
 
@@ -81,10 +80,7 @@ async def test_a_failed_write_leaves_no_temp_file(
     assert list(ws.root.iterdir()) == []
 
 
-async def test_writing_under_a_file_is_an_io_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_writing_under_a_file_is_an_io_error(ws: Layout) -> None:
     (ws.root / "file").write_text("")
     async with fs_stack() as root:
         result = await run(root, "write", ws.call(), file_path="file/x.txt", content="x")
@@ -100,9 +96,8 @@ async def test_writing_under_a_file_is_an_io_error(
 
 
 async def test_an_unreadable_file_is_an_io_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "locked").write_text("x")
     real_open = paths.open_exact
 
@@ -121,9 +116,8 @@ async def test_an_unreadable_file_is_an_io_error(
 
 
 async def test_walks_skip_symlinks_git_and_unreadable_directories(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "real.txt").write_text("needle\n")
     (ws.root / "link.txt").symlink_to(ws.root / "real.txt")
     (ws.root / "loop").symlink_to(ws.root, target_is_directory=True)
@@ -147,9 +141,8 @@ async def test_walks_skip_symlinks_git_and_unreadable_directories(
 
 
 async def test_search_skips_binary_empty_and_unreadable_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "bin.dat").write_bytes(b"needle\0")
     (ws.root / "empty.txt").write_text("")
     (ws.root / "gone.txt").write_text("needle\n")
@@ -181,9 +174,8 @@ async def test_search_skips_binary_empty_and_unreadable_files(
     "pattern", [r"bar$", r"^bar", r"\Abar", r"(?<=o)bar", r"(?-i:BAR)", r"o\nb"]
 )
 async def test_line_anchors_mean_the_line_with_or_without_the_quick_filter(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str
+    ws: Layout, pattern: str
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "f.txt").write_bytes(b"foo\r\nbar\r\nfoobar BAR\r\n")
     expected = {
         r"bar$": [2, 3],
@@ -199,10 +191,7 @@ async def test_line_anchors_mean_the_line_with_or_without_the_quick_filter(
     assert numbers == expected
 
 
-async def test_nested_gitignore_rules_override_and_directories_prune(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_nested_gitignore_rules_override_and_directories_prune(ws: Layout) -> None:
     (ws.root / ".gitignore").write_text("*.gen\nvendor/\n")
     (ws.root / "pkg").mkdir()
     (ws.root / "pkg" / ".gitignore").write_text("!keep.gen\n")
@@ -215,30 +204,21 @@ async def test_nested_gitignore_rules_override_and_directories_prune(
     assert found.content == f"Found 1 match\n{ws.root}/pkg/keep.gen:1: hit"
 
 
-async def test_a_match_that_needs_the_next_line_matches_no_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_match_that_needs_the_next_line_matches_no_line(ws: Layout) -> None:
     (ws.root / "f.txt").write_text("foo\nbar\n")
     async with fs_stack() as root:
         found = await run(root, "grep", ws.call(), pattern=r"o(?=\n)")
     assert found.content == "No matches found"
 
 
-async def test_the_limit_holds_line_by_line_too(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_the_limit_holds_line_by_line_too(ws: Layout) -> None:
     (ws.root / "f.txt").write_text("x1\nx2\nx3")
     async with fs_stack(tools=False) as root:
         result = await root.fs.search(r"\Ax", str(ws.root), limit=2)
     assert (result.total, [m.text for m in result.matches]) == (3, ["x1", "x2"])
 
 
-async def test_search_reads_large_files_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_search_reads_large_files_whole(ws: Layout) -> None:
     filler = "x" * 99 + "\n"
     (ws.root / "big.txt").write_text(filler * 2000 + "needle\n")  # past two 64 KiB reads
     async with fs_stack() as root:
@@ -265,9 +245,8 @@ def test_the_literal_every_match_contains(pattern: str, flags: int, literal: byt
 
 
 async def test_a_gitignore_that_is_a_symlink_a_fifo_or_unreadable_is_not_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.outside / "rules").write_text("*.txt\n")
     for name in ("linked", "piped", "broken"):
         (ws.root / name).mkdir()
@@ -291,9 +270,8 @@ async def test_a_gitignore_that_is_a_symlink_a_fifo_or_unreadable_is_not_read(
 
 
 async def test_a_directory_that_cannot_be_opened_is_skipped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     for name in ("open", "sealed"):
         (ws.root / name).mkdir()
         (ws.root / name / "f.txt").write_text("hit\n")
@@ -313,9 +291,8 @@ async def test_a_directory_that_cannot_be_opened_is_skipped(
 
 
 async def test_walks_and_searches_of_what_cannot_be_opened_or_read_are_io_errors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "loop").symlink_to("loop")
     (ws.root / "file.txt").write_text("x\n")
     (ws.root / "broken.txt").write_text("x\n")
@@ -373,10 +350,7 @@ def test_a_walk_stopped_midway_closes_every_directory_it_opened(
     assert sorted(os.listdir("/proc/self/fd")) == before
 
 
-async def test_an_empty_match_on_an_empty_first_line_is_that_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_an_empty_match_on_an_empty_first_line_is_that_line(ws: Layout) -> None:
     (ws.root / "f.txt").write_text("\nabc\n")
     async with fs_stack() as root:
         found = await run(root, "grep", ws.call(), pattern="^$")

@@ -15,7 +15,7 @@ import pytest
 
 import dsh_fs_local._openat2 as openat2
 import dsh_fs_local._paths as paths
-from tests.plugins.fs.fs_support import envelope, fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, run
 
 pytestmark = pytest.mark.anyio
 
@@ -120,10 +120,7 @@ def test_open_canonical_follows_a_swap_by_canonicalising_again(tmp_path: Path, o
         paths.open_canonical(f"{base}/none", os.O_RDONLY)
 
 
-async def test_the_tools_work_the_same_without_openat2(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opener: str
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_the_tools_work_the_same_without_openat2(ws: Layout, opener: str) -> None:
     (ws.root / "sub").mkdir()
     (ws.root / "sub" / "f.txt").write_text("needle\n")
     (ws.root / "link").symlink_to(ws.root / "sub", target_is_directory=True)

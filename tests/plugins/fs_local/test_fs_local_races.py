@@ -16,7 +16,7 @@ import pytest
 
 from dsh import Context
 from dsh_fs import FsError
-from tests.plugins.fs.fs_support import Layout, fs_stack, layout
+from tests.plugins.fs.fs_support import Layout, fs_stack
 
 pytestmark = pytest.mark.anyio
 
@@ -76,10 +76,7 @@ async def read_outcomes(root: Context, path: Path, rounds: int) -> Counter[str]:
 
 
 @pytest.mark.parametrize("swapped", ["file", "directory"])
-async def test_a_read_never_opens_a_denied_file_swapped_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_read_never_opens_a_denied_file_swapped_in(ws: Layout, swapped: str) -> None:
     keys = secrets(ws)
     if swapped == "file":
         entry = ws.root / "notes.txt"
@@ -100,10 +97,7 @@ async def test_a_read_never_opens_a_denied_file_swapped_in(
     assert set(seen) <= {"harmless\n", "FS_READ_DENIED", "FS_IO"}
 
 
-async def test_a_search_never_reads_a_denied_file_swapped_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_search_never_reads_a_denied_file_swapped_in(ws: Layout) -> None:
     keys = secrets(ws)
     (ws.root / "notes.txt").write_text("harmless SECRET?\n")
     (ws.root / ".spare").symlink_to(keys / "id")
@@ -116,10 +110,7 @@ async def test_a_search_never_reads_a_denied_file_swapped_in(
     assert set(lines) <= {"harmless SECRET?"}
 
 
-async def test_a_listing_never_enters_a_directory_swapped_for_a_symlink(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_listing_never_enters_a_directory_swapped_for_a_symlink(ws: Layout) -> None:
     keys = secrets(ws)
     (ws.root / "sub").mkdir()
     (ws.root / "sub" / "open.txt").write_text("x\n")
@@ -133,10 +124,7 @@ async def test_a_listing_never_enters_a_directory_swapped_for_a_symlink(
     assert set(listed) <= {f"{ws.root}/sub/open.txt", f"{ws.root}/.spare/open.txt"}
 
 
-async def test_a_write_never_lands_outside_or_in_a_denied_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_write_never_lands_outside_or_in_a_denied_file(ws: Layout) -> None:
     keys = secrets(ws)
     (ws.root / "sub").mkdir()
     (ws.root / ".spare").symlink_to(keys, target_is_directory=True)

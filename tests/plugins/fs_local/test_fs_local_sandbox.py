@@ -11,7 +11,7 @@ import pytest
 
 import dsh_fs_local._atomic as atomic
 from dsh_approval import ApprovalRequest
-from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, run
 
 pytestmark = pytest.mark.anyio
 
@@ -23,10 +23,7 @@ def denied(ws: Layout, target: Path | str) -> str:
     )
 
 
-async def test_dot_dot_absolute_and_hidden_escapes_are_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_dot_dot_absolute_and_hidden_escapes_are_refused(ws: Layout) -> None:
     (ws.root / "a").mkdir()
     escapes = ["../outside/x.txt", str(ws.outside / "x.txt"), "./a/../../outside/x.txt"]
     async with fs_stack() as root:
@@ -42,10 +39,7 @@ async def test_dot_dot_absolute_and_hidden_escapes_are_refused(
     assert ws.files_outside() == []
 
 
-async def test_a_symlink_to_outside_is_refused_for_files_and_directories(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_symlink_to_outside_is_refused_for_files_and_directories(ws: Layout) -> None:
     secret = ws.outside / "secret.txt"
     secret.write_text("keep\n")
     (ws.root / "link.txt").symlink_to(secret)
@@ -59,10 +53,7 @@ async def test_a_symlink_to_outside_is_refused_for_files_and_directories(
     assert secret.read_text() == "keep\n"
 
 
-async def test_a_symlink_swapped_in_after_the_check_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_symlink_swapped_in_after_the_check_is_refused(ws: Layout) -> None:
     (ws.root / "sub").mkdir()
 
     def swap_then_approve(request: ApprovalRequest) -> bool:
@@ -79,10 +70,7 @@ async def test_a_symlink_swapped_in_after_the_check_is_refused(
     assert ws.files_outside() == []
 
 
-async def test_a_swap_inside_the_workspace_while_asking_is_a_stale_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_swap_inside_the_workspace_while_asking_is_a_stale_write(ws: Layout) -> None:
     (ws.root / "sub").mkdir()
     (ws.root / "elsewhere").mkdir()
 
@@ -102,9 +90,8 @@ async def test_a_swap_inside_the_workspace_while_asking_is_a_stale_write(
 
 
 async def test_a_swap_just_before_the_rename_is_caught_by_recanonicalising(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "sub").mkdir()
     real_write_temp = atomic.write_temp
 
@@ -124,9 +111,8 @@ async def test_a_swap_just_before_the_rename_is_caught_by_recanonicalising(
 
 
 async def test_a_swap_at_the_rename_itself_still_lands_in_the_checked_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "sub").mkdir()
     real_rename = os.rename
 
@@ -147,9 +133,8 @@ async def test_a_swap_at_the_rename_itself_still_lands_in_the_checked_directory(
 
 
 async def test_a_swap_inside_the_workspace_is_a_stale_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "sub").mkdir()
     (ws.root / "other").mkdir()
     real_write_temp = atomic.write_temp
@@ -172,9 +157,8 @@ async def test_a_swap_inside_the_workspace_is_a_stale_write(
 
 
 async def test_a_directory_replaced_by_another_is_a_stale_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "sub").mkdir()
     real_write_temp = atomic.write_temp
 
@@ -192,9 +176,8 @@ async def test_a_directory_replaced_by_another_is_a_stale_write(
 
 
 async def test_a_symlink_appearing_on_the_way_down_is_caught(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     (ws.root / "sub").mkdir()
     real_open_directory = atomic.open_directory
 
@@ -210,10 +193,7 @@ async def test_a_symlink_appearing_on_the_way_down_is_caught(
     assert ws.files_outside() == []
 
 
-async def test_the_workspace_and_the_temp_dir_are_writable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_the_workspace_and_the_temp_dir_are_writable(ws: Layout) -> None:
     (ws.root / "inside").symlink_to(ws.root / "real", target_is_directory=True)
     (ws.root / "real").mkdir()
     async with fs_stack() as root:
@@ -223,10 +203,7 @@ async def test_the_workspace_and_the_temp_dir_are_writable(
     assert via_link.content == envelope(ws.root / "real" / "f.txt", "Created file")
 
 
-async def test_a_configured_root_replaces_the_session_cwd(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_configured_root_replaces_the_session_cwd(ws: Layout) -> None:
     async with fs_stack({"root": str(ws.outside)}) as root:
         inside_root = await run(root, "write", ws.call(), file_path="../outside/ok.txt", content="")
         in_cwd = await run(root, "write", ws.call(), file_path="no.txt", content="")
@@ -238,9 +215,8 @@ async def test_a_configured_root_replaces_the_session_cwd(
 
 
 async def test_without_a_session_the_root_is_the_process_cwd(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     monkeypatch.chdir(ws.root)
     async with fs_stack() as root:
         ok = await run(root, "write", None, file_path="here.txt", content="")
@@ -250,10 +226,7 @@ async def test_without_a_session_the_root_is_the_process_cwd(
     assert ws.files_outside() == []
 
 
-async def test_read_only_refuses_every_mutation_and_still_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_read_only_refuses_every_mutation_and_still_reads(ws: Layout) -> None:
     target = ws.root / "f.txt"
     target.write_text("a\n")
     async with fs_stack({"mode": "read-only"}) as root:
@@ -272,17 +245,13 @@ async def test_read_only_refuses_every_mutation_and_still_reads(
     assert list(ws.temp.iterdir()) == []
 
 
-async def test_full_access_writes_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_full_access_writes_anywhere(ws: Layout) -> None:
     async with fs_stack({"mode": "full-access"}) as root:
         result = await run(root, "write", ws.call(), file_path="../outside/x.txt", content="x")
     assert result.content == envelope(ws.outside / "x.txt", "Created file")
 
 
-async def test_reads_are_not_fenced_but_deny_read_is(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_reads_are_not_fenced_but_deny_read_is(ws: Layout) -> None:
     (ws.outside / "open.txt").write_text("visible\n")
     keys = ws.outside / "keys"
     keys.mkdir()
@@ -306,9 +275,8 @@ async def test_reads_are_not_fenced_but_deny_read_is(
 
 
 async def test_the_default_deny_read_covers_keys_in_the_home_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     home = tmp_path / "home"
     for folder in (".ssh", ".aws", ".gnupg"):
         (home / folder).mkdir(parents=True)

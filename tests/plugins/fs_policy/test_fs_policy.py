@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dsh import Context
 from dsh_fs import Filesystem, Precondition, Version
 from dsh_fs_policy import ObservationPolicy, Observations, session_key
-from tests.plugins.fs.fs_support import agent_call, envelope, fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, agent_call, envelope, fs_stack, run
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_overwriting_or_editing_an_unread_file_is_not_observed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_overwriting_or_editing_an_unread_file_is_not_observed(ws: Layout) -> None:
     target = ws.root / "f.txt"
     target.write_text("mine\n")
     async with fs_stack() as root:
@@ -35,10 +30,7 @@ async def test_overwriting_or_editing_an_unread_file_is_not_observed(
     assert target.read_text() == "mine\n"
 
 
-async def test_a_file_changed_on_disk_since_it_was_read_is_stale(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_file_changed_on_disk_since_it_was_read_is_stale(ws: Layout) -> None:
     target = ws.root / "f.txt"
     target.write_text("one\n")
     stale = f'Error: "{target}" changed since it was read — re-read the file, then retry'
@@ -58,10 +50,7 @@ async def test_a_file_changed_on_disk_since_it_was_read_is_stale(
     assert target.read_text() == "five\n"
 
 
-async def test_a_file_created_after_it_was_seen_missing_is_not_observed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_file_created_after_it_was_seen_missing_is_not_observed(ws: Layout) -> None:
     target = ws.root / "f.txt"
     async with fs_stack() as root:
         call = ws.call()
@@ -76,10 +65,7 @@ async def test_a_file_created_after_it_was_seen_missing_is_not_observed(
     assert target.read_text() == "someone else\n"
 
 
-async def test_writes_and_edits_record_the_new_version(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_writes_and_edits_record_the_new_version(ws: Layout) -> None:
     async with fs_stack() as root:
         call = ws.call()
         steps = [
@@ -92,10 +78,7 @@ async def test_writes_and_edits_record_the_new_version(
     assert (ws.root / "n.txt").read_text() == "new\n"
 
 
-async def test_observations_belong_to_a_session(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_observations_belong_to_a_session(ws: Layout) -> None:
     (ws.root / "f.txt").write_text("x\n")
     async with fs_stack() as root:
         await run(root, "read", ws.call("reader"), file_path="f.txt")
@@ -105,10 +88,7 @@ async def test_observations_belong_to_a_session(
     assert not reader.is_error
 
 
-async def test_the_sandbox_check_comes_before_the_policy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_the_sandbox_check_comes_before_the_policy(ws: Layout) -> None:
     (ws.outside / "f.txt").write_text("x\n")
     async with fs_stack() as root:
         result = await run(
@@ -117,10 +97,7 @@ async def test_the_sandbox_check_comes_before_the_policy(
     assert result.code == "FS_SANDBOX_DENIED"
 
 
-async def test_without_the_policy_anything_in_the_workspace_may_be_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_without_the_policy_anything_in_the_workspace_may_be_written(ws: Layout) -> None:
     (ws.root / "f.txt").write_text("x\n")
     async with fs_stack(policy=False) as root:
         write = await run(root, "write", ws.call(), file_path="f.txt", content="y\n")

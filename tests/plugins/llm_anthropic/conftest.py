@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.http_support import collect_garbage
 from tests.plugins.llm_anthropic.anthropic_support import AnthropicServer
-from tests.plugins.llm_http_support import collect_garbage, serve
+from tests.plugins.llm_http_support import serve
 
 
 @pytest.fixture(autouse=True)

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.http_support import collect_garbage
 from tests.plugins.llm_anthropic.anthropic_support import AnthropicServer
-from tests.plugins.llm_http_support import LoopbackServer, collect_garbage, serve
+from tests.plugins.llm_http_support import LoopbackServer, serve
 from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 

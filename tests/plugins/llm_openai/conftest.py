@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.plugins.llm_http_support import collect_garbage, serve
+from tests.http_support import collect_garbage
+from tests.plugins.llm_http_support import serve
 from tests.plugins.llm_openai.openai_support import OpenAIServer
 
 

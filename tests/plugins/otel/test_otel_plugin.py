@@ -3,12 +3,10 @@ exporter), ``enabled: false``, disposal, and the import error naming the extra."
 
 from __future__ import annotations
 
-import http.server
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import anyio
 import pytest
@@ -19,6 +17,7 @@ from dsh import ConfigError, Context, PluginLoadError, load_deployment
 from dsh.testing import Mark, ScriptedModel, Wait, run_turn, write_deployment
 from dsh_agent_core import AgentCore
 from dsh_otel import Otel, OtelConfig
+from tests.http_support import Loopback, QuietHandler
 from tests.plugins.otel.otel_support import Spans
 
 pytestmark = pytest.mark.anyio
@@ -76,7 +75,7 @@ async def test_without_a_host_provider_the_console_exporter_prints_each_span(
     assert '"service.name": "demo"' in printed
 
 
-class Collector(http.server.BaseHTTPRequestHandler):
+class Collector(QuietHandler):
     """An OTLP/HTTP endpoint on 127.0.0.1 that keeps what it is sent."""
 
     received: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
@@ -89,23 +88,16 @@ class Collector(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
-
 
 @pytest.fixture
 def collector() -> Iterator[tuple[str, list[tuple[str, dict[str, str], bytes]]]]:
     received: list[tuple[str, dict[str, str], bytes]] = []
     handler = type("Handler", (Collector,), {"received": received})
-    server = http.server.HTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = Loopback(handler)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces", received
+        yield f"{server.root}/v1/traces", received
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+        server.close()
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])

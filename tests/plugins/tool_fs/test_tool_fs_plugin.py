@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import dsh_tool_fs
-from dsh import ConfigError, Context, DeploymentError, FiberState, load_deployment
+from dsh import ConfigError, Context, FiberState, load_deployment
 from dsh.testing import (
     ScriptedModel,
     run_turn,
@@ -26,7 +26,8 @@ from dsh_llm import ToolResultBlock
 from dsh_system_prompt import SystemPrompt
 from dsh_tool_fs import FsTools
 from dsh_tools import Tools
-from tests.plugins.fs.fs_support import envelope, fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, run
+from tests.support import failed_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -63,10 +64,8 @@ async def test_the_plugin_contributes_five_tools_and_their_sections() -> None:
     assert set(grep.parameters["properties"]) == {"pattern", "path", "glob", "case_insensitive"}
 
 
-async def test_disposal_restores_every_registry(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    layout(tmp_path, monkeypatch)
+@pytest.mark.usefixtures("ws")
+async def test_disposal_restores_every_registry() -> None:
     async with Context() as root:
         await root.plugin(SystemPrompt)
         await root.plugin(Tools)
@@ -140,9 +139,8 @@ DEPLOYMENT = """\
 
 
 async def test_a_deployment_of_the_four_layers_writes_in_the_agents_cwd(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, ws: Layout
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     path = write_deployment(tmp_path, DEPLOYMENT.format(cwd=ws.root))
     model = ScriptedModel(
         tool_calls(
@@ -168,7 +166,7 @@ async def test_a_deployment_of_the_four_layers_writes_in_the_agents_cwd(
 
 
 async def test_a_bad_layer_config_in_yaml_is_reported_with_its_line(tmp_path: Path) -> None:
-    path = write_deployment(
+    path, error = await failed_deployment(
         tmp_path,
         """\
         - {id: fs, name: fs}
@@ -176,19 +174,15 @@ async def test_a_bad_layer_config_in_yaml_is_reported_with_its_line(tmp_path: Pa
           name: fs-local
           config: {mode: everything}
         """,
+        absent="fs",
     )
-    async with Context() as root:
-        with pytest.raises(DeploymentError) as caught:
-            await load_deployment(path, root)
-        assert root.get("fs") is None
-    assert f"{path}:2" in str(caught.value)
-    assert "(at mode)" in str(caught.value)
+    assert f"{path}:2" in str(error)
+    assert "(at mode)" in str(error)
 
 
 async def test_agent_core_and_a_plain_agent_use_the_process_cwd(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ws: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     monkeypatch.chdir(ws.root)
     model = ScriptedModel(
         tool_calls(tool_call("write", {"file_path": "here.txt", "content": "x"})), text("ok")
@@ -215,9 +209,8 @@ async def test_agent_core_and_a_plain_agent_use_the_process_cwd(
     ],
 )
 async def test_a_nul_byte_in_a_path_is_an_invalid_argument_named(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str, args: dict[str, Any], argument: str
+    ws: Layout, tool: str, args: dict[str, Any], argument: str
 ) -> None:
-    ws = layout(tmp_path, monkeypatch)
     async with fs_stack() as root:
         result = await run(root, tool, ws.call(), **args)
     assert (result.content, result.code, result.is_error) == (
@@ -228,10 +221,7 @@ async def test_a_nul_byte_in_a_path_is_an_invalid_argument_named(
     assert list(ws.root.iterdir()) == []
 
 
-async def test_a_nul_byte_in_a_regular_expression_is_searched_for(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_nul_byte_in_a_regular_expression_is_searched_for(ws: Layout) -> None:
     (ws.root / "f.txt").write_text("a\n")
     async with fs_stack() as root:
         result = await run(root, "grep", ws.call(), pattern="a\0")

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from dsh_tool_fs import _render
-from tests.plugins.fs.fs_support import envelope, fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, run
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_whole_file_is_numbered_lines_and_the_end_of_file_footer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_whole_file_is_numbered_lines_and_the_end_of_file_footer(ws: Layout) -> None:
     (ws.root / "a.txt").write_text("alpha\nbeta\n")
     async with fs_stack() as root:
         result = await run(root, "read", ws.call(), file_path="a.txt")
@@ -27,10 +23,7 @@ async def test_a_whole_file_is_numbered_lines_and_the_end_of_file_footer(
     )
 
 
-async def test_an_empty_file_and_a_file_without_a_final_line_break(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_an_empty_file_and_a_file_without_a_final_line_break(ws: Layout) -> None:
     (ws.root / "empty").write_text("")
     (ws.root / "open").write_text("one\ntwo")
     (ws.root / "blank").write_text("\n")
@@ -45,8 +38,7 @@ async def test_an_empty_file_and_a_file_without_a_final_line_break(
     assert blank.content == envelope(ws.root / "blank", "1: \n\n(End of file - total 1 lines)")
 
 
-async def test_a_page_says_how_to_continue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_a_page_says_how_to_continue(ws: Layout) -> None:
     (ws.root / "n.txt").write_text("".join(f"l{i}\n" for i in range(1, 11)))
     async with fs_stack() as root:
         middle = await run(root, "read", ws.call(), file_path="n.txt", offset=4, limit=3)
@@ -60,10 +52,7 @@ async def test_a_page_says_how_to_continue(tmp_path: Path, monkeypatch: pytest.M
     )
 
 
-async def test_the_read_limit_is_the_default_and_the_maximum(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_the_read_limit_is_the_default_and_the_maximum(ws: Layout) -> None:
     (ws.root / "n.txt").write_text("x\n" * 5)
     async with fs_stack(tools={"read_limit": 2}) as root:
         default = await run(root, "read", ws.call(), file_path="n.txt")
@@ -76,10 +65,7 @@ async def test_the_read_limit_is_the_default_and_the_maximum(
     )
 
 
-async def test_long_lines_are_cut_with_a_marker(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_long_lines_are_cut_with_a_marker(ws: Layout) -> None:
     (ws.root / "wide.txt").write_text("abcdefghij\nshort\n")
     async with fs_stack(tools={"read_max_line_length": 4}) as root:
         result = await run(root, "read", ws.call(), file_path="wide.txt")
@@ -90,10 +76,7 @@ async def test_long_lines_are_cut_with_a_marker(
     )
 
 
-async def test_the_byte_cap_keeps_whole_lines_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_the_byte_cap_keeps_whole_lines_and_says_so(ws: Layout) -> None:
     # Each numbered line "N: xxxx\n" is 8 bytes; 20 bytes hold two of them.
     (ws.root / "cap.txt").write_text("xxxx\n" * 5)
     (ws.root / "wide.txt").write_text("é" * 30 + "\nb\n")
@@ -111,10 +94,7 @@ async def test_the_byte_cap_keeps_whole_lines_and_says_so(
     )
 
 
-async def test_the_byte_cap_counts_utf8_bytes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_the_byte_cap_counts_utf8_bytes(ws: Layout) -> None:
     (ws.root / "u.txt").write_text("éé\néé\n")  # "1: éé\n" is 8 bytes, 6 characters
     async with fs_stack(tools={"read_max_bytes": 14}) as root:
         result = await run(root, "read", ws.call(), file_path="u.txt")
@@ -123,10 +103,7 @@ async def test_the_byte_cap_counts_utf8_bytes(
     )
 
 
-async def test_carriage_returns_before_line_feeds_are_dropped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_carriage_returns_before_line_feeds_are_dropped(ws: Layout) -> None:
     (ws.root / "dos.txt").write_bytes(b"one\r\ntwo\rthree\r\n")
     async with fs_stack() as root:
         result = await run(root, "read", ws.call(), file_path="dos.txt")
@@ -135,10 +112,7 @@ async def test_carriage_returns_before_line_feeds_are_dropped(
     )
 
 
-async def test_line_numbers_past_the_kept_ones(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_line_numbers_past_the_kept_ones(ws: Layout) -> None:
     last = _render.PREFIXES_KEPT + 1
     (ws.root / "long.txt").write_text("x\n" * last)
     async with fs_stack() as root:
@@ -148,10 +122,7 @@ async def test_line_numbers_past_the_kept_ones(
     )
 
 
-async def test_offset_past_the_end_and_missing_files_are_not_found(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_offset_past_the_end_and_missing_files_are_not_found(ws: Layout) -> None:
     (ws.root / "two.txt").write_text("a\nb\n")
     (ws.root / "empty").write_text("")
     async with fs_stack() as root:
@@ -172,10 +143,7 @@ async def test_offset_past_the_end_and_missing_files_are_not_found(
     assert under_a_file.code == "FS_NOT_FOUND"
 
 
-async def test_directories_fifos_and_binary_files_are_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_directories_fifos_and_binary_files_are_refused(ws: Layout) -> None:
     (ws.root / "dir").mkdir()
     os.mkfifo(ws.root / "pipe")
     (ws.root / "nul.bin").write_bytes(b"text\0more")
@@ -203,10 +171,7 @@ async def test_directories_fifos_and_binary_files_are_refused(
     )
 
 
-async def test_bad_arguments_are_invalid_args(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_bad_arguments_are_invalid_args(ws: Layout) -> None:
     async with fs_stack() as root:
         zero = await run(root, "read", ws.call(), file_path="a", offset=0)
         negative = await run(root, "read", ws.call(), file_path="a", limit=0)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsh_tool_fs import GLOB_LIMIT, GREP_LIMIT
-from tests.plugins.fs.fs_support import fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, fs_stack, run
 
 pytestmark = pytest.mark.anyio
 
@@ -21,10 +21,7 @@ def touch(path: Path, text: str = "", mtime: float | None = None) -> Path:
     return path
 
 
-async def test_glob_lists_files_newest_first_relative_to_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_glob_lists_files_newest_first_relative_to_path(ws: Layout) -> None:
     old = touch(ws.root / "src" / "old.py", mtime=1_000)
     new = touch(ws.root / "src" / "pkg" / "new.py", mtime=3_000)
     mid = touch(ws.root / "top.py", mtime=2_000)
@@ -46,10 +43,7 @@ async def test_glob_lists_files_newest_first_relative_to_path(
     assert (none.content, none.is_error) == ("No files found", False)
 
 
-async def test_glob_shows_at_most_the_limit_and_says_how_many_there_are(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_glob_shows_at_most_the_limit_and_says_how_many_there_are(ws: Layout) -> None:
     for n in range(GLOB_LIMIT + 5):
         touch(ws.root / f"f{n:03}.txt", mtime=10_000 + n)
     async with fs_stack() as root:
@@ -64,8 +58,7 @@ async def test_glob_shows_at_most_the_limit_and_says_how_many_there_are(
     ]
 
 
-async def test_glob_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_glob_errors(ws: Layout) -> None:
     touch(ws.root / "file.txt")
     async with fs_stack() as root:
         bad = await run(root, "glob", ws.call(), pattern="[abc")
@@ -87,10 +80,7 @@ async def test_glob_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     )
 
 
-async def test_grep_counts_matching_lines_and_shows_each(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_grep_counts_matching_lines_and_shows_each(ws: Layout) -> None:
     a = touch(ws.root / "a.py", "def f():\n    return f(f)\n")
     b = touch(ws.root / "sub" / "b.py", "x = 1\nprint(f(1))\n")
     touch(ws.root / "c.txt", "f\n")
@@ -112,10 +102,7 @@ async def test_grep_counts_matching_lines_and_shows_each(
     assert a_file.content == f"Found 1 match\n{a}:2:     return f(f)"
 
 
-async def test_grep_is_case_sensitive_unless_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_grep_is_case_sensitive_unless_asked(ws: Layout) -> None:
     a = touch(ws.root / "a.txt", "Hello\nhello\n")
     async with fs_stack() as root:
         exact = await run(root, "grep", ws.call(), pattern="hello")
@@ -124,10 +111,7 @@ async def test_grep_is_case_sensitive_unless_asked(
     assert folded.content == f"Found 2 matches\n{a}:1: Hello\n{a}:2: hello"
 
 
-async def test_grep_shows_at_most_the_limit_and_cuts_long_lines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_grep_shows_at_most_the_limit_and_cuts_long_lines(ws: Layout) -> None:
     touch(ws.root / "many.txt", "hit\n" * (GREP_LIMIT + 3))
     wide = touch(ws.root / "wide.txt", "wide " + "w" * 20 + "\n")
     async with fs_stack(tools={"read_max_line_length": 8}) as root:
@@ -143,8 +127,7 @@ async def test_grep_shows_at_most_the_limit_and_cuts_long_lines(
     assert cut.content == f"Found 1 match\n{wide}:1: wide www... (line truncated to 8 chars)"
 
 
-async def test_grep_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_grep_errors(ws: Layout) -> None:
     os.mkfifo(ws.root / "pipe")
     async with fs_stack() as root:
         regex = await run(root, "grep", ws.call(), pattern="(")
@@ -170,10 +153,7 @@ async def test_grep_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @pytest.mark.parametrize("work_tree", [False, True], ids=["plain-folder", "git-work-tree"])
-async def test_grep_honours_gitignore_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, work_tree: bool
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_grep_honours_gitignore_files(ws: Layout, work_tree: bool) -> None:
     if work_tree:
         (ws.root / ".git").mkdir()
         touch(ws.root / ".git" / "config", "needle\n")
@@ -197,10 +177,7 @@ async def test_grep_honours_gitignore_files(
     assert sub.content.split("\n")[1:] == expected_sub
 
 
-async def test_glob_ignores_gitignore_but_not_git(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_glob_ignores_gitignore_but_not_git(ws: Layout) -> None:
     touch(ws.root / ".gitignore", "*.log\n")
     log = touch(ws.root / "a.log")
     touch(ws.root / ".git" / "b.log")

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dsh_approval import ApprovalRequest
 from dsh_fs import Change
 from dsh_tool_fs import describe_change
-from tests.plugins.fs.fs_support import envelope, fs_stack, layout, run
+from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, run
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_write_creates_then_updates_and_makes_parent_directories(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_write_creates_then_updates_and_makes_parent_directories(ws: Layout) -> None:
     async with fs_stack() as root:
         created = await run(root, "write", ws.call(), file_path="deep/er/new.txt", content="v1")
         updated = await run(root, "write", ws.call(), file_path="deep/er/new.txt", content="v2\n")
@@ -28,10 +23,7 @@ async def test_write_creates_then_updates_and_makes_parent_directories(
     assert [p.name for p in target.parent.iterdir()] == ["new.txt"]  # no temp file left
 
 
-async def test_write_keeps_the_permissions_of_the_file_it_replaces(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_write_keeps_the_permissions_of_the_file_it_replaces(ws: Layout) -> None:
     script = ws.root / "run.sh"
     script.write_text("echo 1\n")
     script.chmod(0o751)
@@ -40,10 +32,7 @@ async def test_write_keeps_the_permissions_of_the_file_it_replaces(
     assert (script.read_text(), script.stat().st_mode & 0o777) == ("echo 2\n", 0o751)
 
 
-async def test_edit_replaces_one_occurrence_or_all(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_edit_replaces_one_occurrence_or_all(ws: Layout) -> None:
     target = ws.root / "code.py"
     target.write_text("a = 1\nb = 1\n")
     async with fs_stack() as root:
@@ -68,8 +57,7 @@ async def test_edit_replaces_one_occurrence_or_all(
     assert target.read_text() == "a := 2\nb := 1\n"
 
 
-async def test_edit_errors_are_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_edit_errors_are_exact(ws: Layout) -> None:
     target = ws.root / "t.txt"
     target.write_text("x y x y x\n")
     async with fs_stack() as root:
@@ -102,10 +90,7 @@ async def test_edit_errors_are_exact(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert target.read_text() == "x y x y x\n"
 
 
-async def test_edit_of_a_file_read_as_missing_is_not_found(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_edit_of_a_file_read_as_missing_is_not_found(ws: Layout) -> None:
     async with fs_stack() as root:
         call = ws.call()
         await run(root, "read", call, file_path="later.txt")
@@ -118,10 +103,7 @@ async def test_edit_of_a_file_read_as_missing_is_not_found(
     )
 
 
-async def test_edit_of_a_binary_file_is_not_text(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_edit_of_a_binary_file_is_not_text(ws: Layout) -> None:
     (ws.root / "b.bin").write_bytes(b"\0\1")
     async with fs_stack() as root:
         call = ws.call()
@@ -145,11 +127,8 @@ async def test_edit_of_a_binary_file_is_not_text(
         (b"keep drop keep", " drop", "", b"keep keep"),
     ],
 )
-async def test_edit_line_endings(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: tuple[bytes, str, str, bytes]
-) -> None:
+async def test_edit_line_endings(ws: Layout, case: tuple[bytes, str, str, bytes]) -> None:
     before, old, new, after = case
-    ws = layout(tmp_path, monkeypatch)
     target = ws.root / "f.txt"
     target.write_bytes(before)
     async with fs_stack() as root:
@@ -160,10 +139,7 @@ async def test_edit_line_endings(
     assert target.read_bytes() == after
 
 
-async def test_writes_and_edits_ask_for_approval_and_a_no_changes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_writes_and_edits_ask_for_approval_and_a_no_changes_nothing(ws: Layout) -> None:
     target = ws.root / "f.txt"
     target.write_text("old\n")
     asked: list[ApprovalRequest] = []
@@ -196,10 +172,7 @@ async def test_writes_and_edits_ask_for_approval_and_a_no_changes_nothing(
     assert not (ws.root / "n.txt").exists()
 
 
-async def test_an_approved_write_goes_ahead(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = layout(tmp_path, monkeypatch)
+async def test_an_approved_write_goes_ahead(ws: Layout) -> None:
     async with fs_stack(approval={"policy": "allow"}) as root:
         result = await run(root, "write", ws.call(), file_path="ok.txt", content="yes")
     assert result.content == envelope(ws.root / "ok.txt", "Created file")

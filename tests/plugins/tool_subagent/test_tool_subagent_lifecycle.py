@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh import ConfigError, Context, DeploymentError, load_deployment
-from dsh.testing import text, write_deployment
+from dsh import ConfigError, Context
+from dsh.testing import text
 from dsh_agent_core import AgentCore
 from dsh_subagent import Subagents
 from dsh_subagent_spawn import SubagentSpawn
@@ -24,6 +24,7 @@ from tests.plugins.tool_subagent.tool_subagent_support import (
     Rig,
     subagent_rig,
 )
+from tests.support import failed_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -157,7 +158,7 @@ async def test_a_taken_tool_name_fails_the_second_instance_only() -> None:
 
 
 async def test_a_taken_tool_name_in_a_deployment_names_both_entries(tmp_path: Path) -> None:
-    path = write_deployment(
+    _, error = await failed_deployment(
         tmp_path,
         """\
         - {id: core, name: agent-core, config: {model: scripted}}
@@ -166,12 +167,9 @@ async def test_a_taken_tool_name_in_a_deployment_names_both_entries(tmp_path: Pa
         - {id: one, name: tool-subagent, config: {provider: spawn}}
         - {id: two, name: tool-subagent, config: {provider: spawn}}
         """,
+        absent="subagents",
     )
-    async with Context() as root:
-        with pytest.raises(DeploymentError) as caught:
-            await load_deployment(path, root)
-        assert root.get("subagents") is None
-    message = str(caught.value)
+    message = str(error)
     assert 'tool_name "subagent" is already used by plugin "tool-subagent"' in message
     assert "entry 'one'" in message
     assert "entry 'two'" in message

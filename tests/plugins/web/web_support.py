@@ -1,6 +1,6 @@
 """A scripted web site on loopback, and stand-in providers for the ``web`` seam.
 
-``Site`` runs a stdlib ``ThreadingHTTPServer`` on 127.0.0.1:0 in a daemon thread and
+``Site`` runs a :class:`tests.http_support.Loopback` server and
 answers GETs from a table of pages (``site.page(...)``, ``site.redirect(...)``); an
 unknown path is a 404 page. Every request is recorded. No test here talks to any other
 address.
@@ -11,14 +11,13 @@ from __future__ import annotations
 import ssl
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import anyio
 
 from dsh_web import FetchResult, SearchHit, SearchResult
+from tests.http_support import Loopback, QuietHandler
 
 
 @dataclass(frozen=True)
@@ -48,17 +47,9 @@ class Site:
         self.pages: dict[str, Page | Callable[[Seen], Page]] = {}
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
-        handler = type("Handler", (_Handler,), {"site": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        if tls is not None:
-            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
-        self.port = int(self.httpd.server_address[1])
-        self.root = f"{'http' if tls is None else 'https'}://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-        self._thread.start()
+        self.http = Loopback(type("Handler", (_Handler,), {"site": self}), tls)
+        self.port = self.http.port
+        self.root = self.http.root
 
     def url(self, path: str) -> str:
         return self.root + path
@@ -101,21 +92,11 @@ class Site:
         return found(seen) if callable(found) else found
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=10)
+        self.http.close()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(QuietHandler):
     site: Site
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def handle(self) -> None:
-        with suppress(OSError):  # the client went away mid-answer (a refused body)
-            super().handle()
 
     def do_GET(self) -> None:
         headers = {key.lower(): value for key, value in self.headers.items()}
