@@ -19,6 +19,7 @@ import anyio
 
 from ._context import Context
 from ._deployment import leave_out_unset_env, load_deployment
+from ._entry_points import entry_points
 from ._errors import DshError
 from ._fiber import Fiber
 from ._shutdown import EXIT_TERMINATED, Shutdown
@@ -98,7 +99,7 @@ def deployment_file(given: Path | None, command: str) -> Path:
 
 def installed_commands() -> dict[str, importlib.metadata.EntryPoint]:
     """The entry points of the ``dsh.commands`` group, by command name (read afresh)."""
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=COMMAND_GROUP)}
+    return {ep.name: ep for ep in entry_points(COMMAND_GROUP)}
 
 
 def load_command(entry_point: importlib.metadata.EntryPoint) -> Command:

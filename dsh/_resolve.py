@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import CodeType, ModuleType
 
+from dsh._entry_points import entry_points
 from dsh._errors import PluginLoadError
 from dsh._plugin import Plugin
 
@@ -54,7 +55,7 @@ _NOT_IDENTIFIER = re.compile(r"\W")
 
 def installed_plugins() -> dict[str, importlib.metadata.EntryPoint]:
     """The installed entry points of the ``dsh.plugins`` group, by name (read afresh)."""
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return {ep.name: ep for ep in entry_points(ENTRY_POINT_GROUP)}
 
 
 def resolve_plugin(name: str, base_dir: Path) -> tuple[object, str]:

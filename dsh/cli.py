@@ -207,6 +207,22 @@ def version() -> str:
         return "unknown"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version is looked up only when it is asked for
+    (reading the distribution's metadata is work every other command would pay)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        del namespace, values, option_string
+        print(f"dsh {version()}")
+        parser.exit()
+
+
 def _common() -> argparse.ArgumentParser:
     """The options every command takes, before or after its name (``dsh -v run F`` and
     ``dsh run F -v``). Their default is ``SUPPRESS``, so a subcommand's parser, which
@@ -229,7 +245,9 @@ def _parser(commands: dict[str, Command | CommandLoadError]) -> argparse.Argumen
         description="Run and inspect dsh deployments (YAML plugin lists).",
         parents=[common],
     )
-    parser.add_argument("--version", action="version", version=f"dsh {version()}")
+    parser.add_argument(
+        "--version", action=_VersionAction, nargs=0, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in sorted(commands.items()):
         if isinstance(command, CommandLoadError):
