@@ -9,16 +9,17 @@ package of its own accord and a third-party package can add a command.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import importlib.metadata
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from ._context import Context
-from ._deployment import leave_out_unset_env, load_deployment
 from ._entry_points import entry_points
 from ._errors import DshError
 from ._fiber import Fiber
@@ -32,6 +33,7 @@ __all__ = [
     "CommandError",
     "CommandLoadError",
     "add_deployment_argument",
+    "collection_paused",
     "deployment_file",
     "installed_commands",
     "load_command",
@@ -117,6 +119,21 @@ def load_command(entry_point: importlib.metadata.EntryPoint) -> Command:
     return command
 
 
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """Within the block the cyclic garbage collector does not run; after it, it runs
+    again if it did before. Importing a command's code and loading a deployment make
+    many objects that all live on, so collections there free next to nothing and cost
+    a one-shot ``dsh run`` several percent of its time (docs/rfc/0045)."""
+    running = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if running:
+            gc.enable()
+
+
 def run_deployment_command(
     path: str | os.PathLike[str],
     body: Callable[[Context, Fiber], Awaitable[int]],
@@ -166,9 +183,13 @@ def run_deployment_command(
 
 
 async def _load(path: str | os.PathLike[str], root: Context, calls_no_model: str | None) -> Fiber:
+    # Imported here: YAML and pydantic load under collection_paused too.
+    from ._deployment import leave_out_unset_env, load_deployment
+
     if calls_no_model is None:
-        return await load_deployment(Path(path), root)
-    with leave_out_unset_env():
+        with collection_paused():
+            return await load_deployment(Path(path), root)
+    with collection_paused(), leave_out_unset_env():
         deployment = await load_deployment(Path(path), root)
     for line in deployment.instance.left_out:
         print_stderr(

@@ -24,6 +24,7 @@ from ._commands import (
     CommandError,
     CommandLoadError,
     add_deployment_argument,
+    collection_paused,
     deployment_file,
     installed_commands,
     load_command,
@@ -263,8 +264,9 @@ def _parser(commands: dict[str, Command | CommandLoadError]) -> argparse.Argumen
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dsh`` command; returns the exit status."""
     words = sys.argv[1:] if argv is None else list(argv)
-    commands = _commands(words)
-    args = _parser(commands).parse_args(words)
+    with collection_paused():  # the command's code is imported
+        commands = _commands(words)
+        args = _parser(commands).parse_args(words)
     _configure_logging(getattr(args, "verbose", False))
     command = commands[args.command]
     if isinstance(command, CommandLoadError):
