@@ -9,22 +9,25 @@ package of its own accord and a third-party package can add a command.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
-import importlib.metadata
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ._context import Context
+from ._deployment import leave_out_unset_env, load_deployment
 from ._entry_points import entry_points
 from ._errors import DshError
 from ._fiber import Fiber
 from ._shutdown import EXIT_TERMINATED, Shutdown
+from ._startup import collection_paused
 from ._stderr import flush_stdout, only_broken_pipes, print_stderr, tolerant_stderr
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = [
     "COMMAND_GROUP",
@@ -33,7 +36,6 @@ __all__ = [
     "CommandError",
     "CommandLoadError",
     "add_deployment_argument",
-    "collection_paused",
     "deployment_file",
     "installed_commands",
     "load_command",
@@ -99,12 +101,12 @@ def deployment_file(given: Path | None, command: str) -> Path:
     )
 
 
-def installed_commands() -> dict[str, importlib.metadata.EntryPoint]:
+def installed_commands() -> dict[str, EntryPoint]:
     """The entry points of the ``dsh.commands`` group, by command name (read afresh)."""
     return {ep.name: ep for ep in entry_points(COMMAND_GROUP)}
 
 
-def load_command(entry_point: importlib.metadata.EntryPoint) -> Command:
+def load_command(entry_point: EntryPoint) -> Command:
     """Import the :class:`Command` an entry point names; raise :class:`CommandLoadError`
     naming the entry point when it cannot be imported or is not a ``Command``."""
     where = f'command "{entry_point.name}" ({entry_point.value})'
@@ -117,21 +119,6 @@ def load_command(entry_point: importlib.metadata.EntryPoint) -> Command:
         kind = type(command).__name__
         raise CommandLoadError(f"{where} is {kind}, not a dsh.Command", "not a dsh.Command")
     return command
-
-
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """Within the block the cyclic garbage collector does not run; after it, it runs
-    again if it did before. Importing a command's code and loading a deployment make
-    many objects that all live on, so collections there free next to nothing and cost
-    a one-shot ``dsh run`` several percent of its time (docs/rfc/0045)."""
-    running = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if running:
-            gc.enable()
 
 
 def run_deployment_command(
@@ -183,9 +170,6 @@ def run_deployment_command(
 
 
 async def _load(path: str | os.PathLike[str], root: Context, calls_no_model: str | None) -> Fiber:
-    # Imported here: YAML and pydantic load under collection_paused too.
-    from ._deployment import leave_out_unset_env, load_deployment
-
     if calls_no_model is None:
         with collection_paused():
             return await load_deployment(Path(path), root)

@@ -14,10 +14,13 @@ its own on ``sys.meta_path``) it asks ``importlib.metadata``.
 from __future__ import annotations
 
 import importlib.machinery
-import importlib.metadata
 import os
 import re
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["entry_points"]
 
@@ -29,23 +32,25 @@ class _Unusual(Exception):
     """An installation this reader does not know: ``importlib.metadata`` reads it."""
 
 
-def entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
+def entry_points(group: str) -> list[EntryPoint]:
     """The entry points of ``group``, as ``importlib.metadata.entry_points(group=group)``
     lists them (read afresh: nothing is cached). The ``dist`` of each is not set."""
     try:
         return _read(group)
     except _Unusual:
+        import importlib.metadata
+
         return list(importlib.metadata.entry_points(group=group))
 
 
-def _read(group: str) -> list[importlib.metadata.EntryPoint]:
+def _read(group: str) -> list[EntryPoint]:
     if any(
         hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder
         for finder in sys.meta_path
     ):
         raise _Unusual
     seen: set[str] = set()
-    found: list[importlib.metadata.EntryPoint] = []
+    found: list[EntryPoint] = []
     for entry in sys.path:
         for info in _infos(entry):
             # The first distribution of a name on the path is the installed one.
@@ -80,7 +85,7 @@ def _normalized(info: str) -> str:
     return _SEPARATORS.sub("-", name).lower().replace("-", "_")
 
 
-def _group_of(info: str, group: str) -> list[importlib.metadata.EntryPoint]:
+def _group_of(info: str, group: str) -> list[EntryPoint]:
     """The entry points of ``group`` that the ``entry_points.txt`` in ``info`` declares
     (the sections and ``name = value`` lines as ``importlib.metadata`` reads them)."""
     try:
@@ -90,6 +95,8 @@ def _group_of(info: str, group: str) -> list[importlib.metadata.EntryPoint]:
         return []
     if group not in text:
         return []
+    from importlib.metadata import EntryPoint
+
     found = []
     section = None
     for raw in text.splitlines():
@@ -100,7 +107,5 @@ def _group_of(info: str, group: str) -> list[importlib.metadata.EntryPoint]:
             section = line.strip("[]")
         elif section == group:
             name, value = line.split("=", 1)
-            found.append(
-                importlib.metadata.EntryPoint(name=name.strip(), value=value.strip(), group=group)
-            )
+            found.append(EntryPoint(name=name.strip(), value=value.strip(), group=group))
     return found

@@ -9,7 +9,6 @@ all.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import logging
 import signal
 import sys
@@ -24,7 +23,6 @@ from ._commands import (
     CommandError,
     CommandLoadError,
     add_deployment_argument,
-    collection_paused,
     deployment_file,
     installed_commands,
     load_command,
@@ -35,6 +33,7 @@ from ._fiber import Fiber
 from ._plugin import plugin_spec
 from ._report import CheckReport
 from ._resolve import installed_plugins
+from ._startup import collection_paused
 from ._stderr import discard, print_stderr
 
 __all__ = ["main"]
@@ -202,6 +201,8 @@ DISTRIBUTION = "dsh-harness"
 def version() -> str:
     """The installed version of :data:`DISTRIBUTION` (``unknown`` when it is not
     installed, as when the sources run from a checkout without ``pip install``)."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:

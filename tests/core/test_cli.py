@@ -14,13 +14,15 @@ import subprocess
 import sys
 import textwrap
 import threading
+import types
+from collections.abc import Callable
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
 
 import dsh
-from dsh import Command, _commands, _deployment, cli
+from dsh import Command, _commands, _startup, cli
 from dsh.testing import write_deployment
 from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment, run_dsh_into_closed_pipe
 
@@ -458,7 +460,7 @@ def test_collection_paused_turns_the_collector_off_and_back_as_it_was(running: b
     was = gc.isenabled()
     (gc.enable if running else gc.disable)()
     try:
-        with _commands.collection_paused():
+        with _startup.collection_paused():
             assert not gc.isenabled()
         assert gc.isenabled() is running
     finally:
@@ -470,7 +472,7 @@ def test_loading_and_the_command_import_run_with_the_collector_paused(
 ) -> None:
     seen: list[tuple[str, bool]] = []
     installed = _commands.installed_commands
-    load = _deployment.load_deployment
+    load = dsh.load_deployment
 
     def spy_installed() -> dict[str, EntryPoint]:
         seen.append(("command", gc.isenabled()))
@@ -481,7 +483,7 @@ def test_loading_and_the_command_import_run_with_the_collector_paused(
         return await load(path, root)
 
     monkeypatch.setattr(cli, "installed_commands", spy_installed)
-    monkeypatch.setattr(_deployment, "load_deployment", spy_load)
+    monkeypatch.setattr(_commands, "load_deployment", spy_load)
 
     async def body(root: dsh.Context, deployment: dsh.Fiber) -> int:
         seen.append(("body", gc.isenabled()))
@@ -500,3 +502,20 @@ def test_loading_and_the_command_import_run_with_the_collector_paused(
         ("body", on),
     ]
     capsys.readouterr()
+
+
+def test_the_console_script_imports_the_command_line_with_the_collector_paused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bool] = []
+    stand_in = types.ModuleType("dsh.cli")
+
+    def attribute(name: str) -> Callable[[], int]:
+        seen.append(gc.isenabled())  # while `from .cli import main` runs
+        return lambda: 7
+
+    stand_in.__getattr__ = attribute  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "dsh.cli", stand_in)
+    assert _startup.main() == 7
+    assert seen
+    assert not any(seen)
