@@ -9,20 +9,25 @@ package of its own accord and a third-party package can add a command.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ._context import Context
 from ._deployment import leave_out_unset_env, load_deployment
+from ._entry_points import entry_points
 from ._errors import DshError
 from ._fiber import Fiber
 from ._shutdown import EXIT_TERMINATED, Shutdown
+from ._startup import collection_paused
 from ._stderr import flush_stdout, only_broken_pipes, print_stderr, tolerant_stderr
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = [
     "COMMAND_GROUP",
@@ -96,12 +101,12 @@ def deployment_file(given: Path | None, command: str) -> Path:
     )
 
 
-def installed_commands() -> dict[str, importlib.metadata.EntryPoint]:
+def installed_commands() -> dict[str, EntryPoint]:
     """The entry points of the ``dsh.commands`` group, by command name (read afresh)."""
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=COMMAND_GROUP)}
+    return {ep.name: ep for ep in entry_points(COMMAND_GROUP)}
 
 
-def load_command(entry_point: importlib.metadata.EntryPoint) -> Command:
+def load_command(entry_point: EntryPoint) -> Command:
     """Import the :class:`Command` an entry point names; raise :class:`CommandLoadError`
     naming the entry point when it cannot be imported or is not a ``Command``."""
     where = f'command "{entry_point.name}" ({entry_point.value})'
@@ -166,8 +171,9 @@ def run_deployment_command(
 
 async def _load(path: str | os.PathLike[str], root: Context, calls_no_model: str | None) -> Fiber:
     if calls_no_model is None:
-        return await load_deployment(Path(path), root)
-    with leave_out_unset_env():
+        with collection_paused():
+            return await load_deployment(Path(path), root)
+    with collection_paused(), leave_out_unset_env():
         deployment = await load_deployment(Path(path), root)
     for line in deployment.instance.left_out:
         print_stderr(

@@ -19,7 +19,6 @@ import difflib
 import hashlib
 import importlib
 import importlib.machinery
-import importlib.metadata
 import importlib.util
 import os
 import re
@@ -28,9 +27,14 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from types import CodeType, ModuleType
+from typing import TYPE_CHECKING
 
+from dsh._entry_points import entry_points
 from dsh._errors import PluginLoadError
 from dsh._plugin import Plugin
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -52,9 +56,9 @@ _IMPORTLIB = str(Path(importlib.__file__).parent)
 _NOT_IDENTIFIER = re.compile(r"\W")
 
 
-def installed_plugins() -> dict[str, importlib.metadata.EntryPoint]:
+def installed_plugins() -> dict[str, EntryPoint]:
     """The installed entry points of the ``dsh.plugins`` group, by name (read afresh)."""
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return {ep.name: ep for ep in entry_points(ENTRY_POINT_GROUP)}
 
 
 def resolve_plugin(name: str, base_dir: Path) -> tuple[object, str]:
@@ -146,7 +150,7 @@ def _default_name(attr: str | None, fallback: str) -> str:
     return attr.rpartition(".")[2] if attr else fallback
 
 
-def _unknown(name: str, plugins: dict[str, importlib.metadata.EntryPoint]) -> str:
+def _unknown(name: str, plugins: dict[str, EntryPoint]) -> str:
     known = sorted(plugins)
     close = difflib.get_close_matches(name, known)
     if close:
@@ -178,7 +182,7 @@ def _raised_at(exc: BaseException) -> str | None:
 
 
 def _import_module(
-    name: str, module_name: str, plugins: dict[str, importlib.metadata.EntryPoint] | None
+    name: str, module_name: str, plugins: dict[str, EntryPoint] | None
 ) -> ModuleType:
     """Import ``module_name``; a missing module is an unknown plugin when ``plugins`` is given."""
     try:

@@ -9,7 +9,6 @@ all.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import logging
 import signal
 import sys
@@ -34,6 +33,7 @@ from ._fiber import Fiber
 from ._plugin import plugin_spec
 from ._report import CheckReport
 from ._resolve import installed_plugins
+from ._startup import collection_paused
 from ._stderr import discard, print_stderr
 
 __all__ = ["main"]
@@ -201,10 +201,28 @@ DISTRIBUTION = "dsh-harness"
 def version() -> str:
     """The installed version of :data:`DISTRIBUTION` (``unknown`` when it is not
     installed, as when the sources run from a checkout without ``pip install``)."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version is looked up only when it is asked for
+    (reading the distribution's metadata is work every other command would pay)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        del namespace, values, option_string
+        print(f"dsh {version()}")
+        parser.exit()
 
 
 def _common() -> argparse.ArgumentParser:
@@ -229,7 +247,9 @@ def _parser(commands: dict[str, Command | CommandLoadError]) -> argparse.Argumen
         description="Run and inspect dsh deployments (YAML plugin lists).",
         parents=[common],
     )
-    parser.add_argument("--version", action="version", version=f"dsh {version()}")
+    parser.add_argument(
+        "--version", action=_VersionAction, nargs=0, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in sorted(commands.items()):
         if isinstance(command, CommandLoadError):
@@ -245,8 +265,9 @@ def _parser(commands: dict[str, Command | CommandLoadError]) -> argparse.Argumen
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dsh`` command; returns the exit status."""
     words = sys.argv[1:] if argv is None else list(argv)
-    commands = _commands(words)
-    args = _parser(commands).parse_args(words)
+    with collection_paused():  # the command's code is imported
+        commands = _commands(words)
+        args = _parser(commands).parse_args(words)
     _configure_logging(getattr(args, "verbose", False))
     command = commands[args.command]
     if isinstance(command, CommandLoadError):

@@ -5,6 +5,7 @@ In-process through ``main(argv)``, and once as a real subprocess.
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import os
 import re
@@ -13,13 +14,15 @@ import subprocess
 import sys
 import textwrap
 import threading
+import types
+from collections.abc import Callable
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
 
 import dsh
-from dsh import Command, _commands, cli
+from dsh import Command, _commands, _startup, cli
 from dsh.testing import write_deployment
 from tests.support import ECHO, HELLO, TWO_AGENTS, echo_deployment, run_dsh_into_closed_pipe
 
@@ -450,3 +453,69 @@ def test_commands_default_to_dsh_yml_here(
     assert capsys.readouterr().out.startswith("You are an AI agent powered by dsh.")
     assert cli.main(["sessions"]) == 1
     assert capsys.readouterr().err.startswith("dsh.yml: no session persistence")
+
+
+@pytest.mark.parametrize("running", [True, False])
+def test_collection_paused_turns_the_collector_off_and_back_as_it_was(running: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if running else gc.disable)()
+    try:
+        with _startup.collection_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled() is running
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_loading_and_the_command_import_run_with_the_collector_paused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[tuple[str, bool]] = []
+    installed = _commands.installed_commands
+    load = dsh.load_deployment
+
+    def spy_installed() -> dict[str, EntryPoint]:
+        seen.append(("command", gc.isenabled()))
+        return installed()
+
+    async def spy_load(path: Path, root: dsh.Context) -> dsh.Fiber:
+        seen.append(("load", gc.isenabled()))
+        return await load(path, root)
+
+    monkeypatch.setattr(cli, "installed_commands", spy_installed)
+    monkeypatch.setattr(_commands, "load_deployment", spy_load)
+
+    async def body(root: dsh.Context, deployment: dsh.Fiber) -> int:
+        seen.append(("body", gc.isenabled()))
+        return 0
+
+    assert cli.main(["prompt", str(HELLO)]) == 0
+    assert _commands.run_deployment_command(HELLO, body) == 0
+    assert _commands.run_deployment_command(HELLO, body, calls_no_model="sessions") == 0
+    on = gc.isenabled()
+    assert seen == [
+        ("command", False),
+        ("load", False),
+        ("load", False),
+        ("body", on),
+        ("load", False),
+        ("body", on),
+    ]
+    capsys.readouterr()
+
+
+def test_the_console_script_imports_the_command_line_with_the_collector_paused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bool] = []
+    stand_in = types.ModuleType("dsh.cli")
+
+    def attribute(name: str) -> Callable[[], int]:
+        seen.append(gc.isenabled())  # while `from .cli import main` runs
+        return lambda: 7
+
+    stand_in.__getattr__ = attribute  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "dsh.cli", stand_in)
+    assert _startup.main() == 7
+    assert seen
+    assert not any(seen)

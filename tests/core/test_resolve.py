@@ -87,11 +87,11 @@ def test_installed_plugins_reads_the_entry_point_group(monkeypatch: pytest.Monke
     web = importlib.metadata.EntryPoint(name="tool-web", value="m:W", group=ENTRY_POINT_GROUP)
     groups: list[str] = []
 
-    def entry_points(*, group: str) -> list[importlib.metadata.EntryPoint]:
+    def entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
         groups.append(group)
         return [web]
 
-    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(_resolve, "entry_points", entry_points)
     assert installed_plugins() == {"tool-web": web}
     assert groups == ["dsh.plugins"]
 
