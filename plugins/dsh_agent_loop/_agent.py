@@ -17,7 +17,7 @@ from dsh_agent import AgentError, AgentTypeError, NoModelError, StepBlocked, ass
 from dsh_llm import LlmError, LlmRequest, Message, Usage
 from dsh_scope import Scope
 from dsh_session import Session, SessionFencedError
-from dsh_system_prompt import render_prompt
+from dsh_system_prompt import read_tools, render_prompt
 
 from ._limits import check_turn_limits
 from ._step_hooks import filter_request, pre_step, recover, turn_stop, user_prompt
@@ -431,7 +431,8 @@ class LoopAgent:
                 model=self.model or "",
                 messages=session.history(),
                 system=render_prompt(assembly) or None,
-                tools=tuple(assembly.tools),
+                # The shared schemas, not copies: a request is read, never changed.
+                tools=read_tools(assembly),
                 max_tokens=self.max_tokens,
                 session_id=session.id,
                 turn=turn,
