@@ -274,7 +274,8 @@ class LoopAgent:
             self._wake_idle()
         if status != self._status:
             self._status = status
-            self._emit("agent/status", self, status)
+            if self._loop.status_changed.heard(self):
+                self._emit("agent/status", self, status)
 
     def _emit(self, name: str, *args: Any) -> None:
         # Observers never break the loop: their failures are logged.

@@ -99,6 +99,8 @@ class AgentLoop(Plugin):
         #: A turn's start and end (RFC 0042), for observers such as ``otel``.
         self.turn_started = events.event("agent/turn-start")
         self.turn_ended = events.event("agent/turn-end")
+        #: An agent's status changes, emitted only when someone listens.
+        self.status_changed = events.event("agent/status")
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx
