@@ -96,6 +96,7 @@ class LoopAgent:
         "_status",
         "_steering",
         "_step",
+        "_stopped",
         "_turn_scope",
         "_wake",
         "ctx",
@@ -148,6 +149,8 @@ class LoopAgent:
         #: whether it has ended.
         self._driver: Disposer | None = None
         self._ended = False
+        #: Set by the driver as it ends, when a disposal woke it to return.
+        self._stopped: anyio.Event | None = None
         #: Whether ``session/start`` was dispatched and ``session/end`` not yet.
         self._in_session = False
 
@@ -255,6 +258,13 @@ class LoopAgent:
             self._scope.fiber.dispose()
             return
         if self._driver is not None:
+            wake = self._wake
+            if wake is not None and not self._ended:
+                # The driver waits for a message: woken, it sees the agent disposed and
+                # returns, with no cancellation to deliver (the usual case: idle).
+                stopped = self._stopped = anyio.Event()
+                wake.set()
+                await stopped.wait()
             # Stop the driver first (the turn records its end): the scope's undo then
             # has nothing left to wait for.
             await self._driver()
@@ -319,6 +329,8 @@ class LoopAgent:
         try:
             while True:
                 while not self._inbox:
+                    if self._disposed:  # woken by dispose(): nothing more will come
+                        return
                     self._wake = anyio.Event()
                     await self._wake.wait()
                 self._wake = None
@@ -345,6 +357,8 @@ class LoopAgent:
             self._set_status("idle")
             with anyio.CancelScope(shield=True):  # the agent is being disposed
                 await self.end_session()
+            if self._stopped is not None:
+                self._stopped.set()
 
     async def _turn(self, messages: list[Message], scope: anyio.CancelScope) -> None:
         session = self.session
