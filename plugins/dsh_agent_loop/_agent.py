@@ -355,8 +355,11 @@ class LoopAgent:
             self._turn_scope = None
             self._inbox.clear()
             self._set_status("idle")
-            with anyio.CancelScope(shield=True):  # the agent is being disposed
-                await self.end_session()
+            if self._in_session and self._loop.session_end.heard(self):
+                with anyio.CancelScope(shield=True):  # the agent is being disposed
+                    await self.end_session()
+            else:  # nobody hears the end: no shielded await to make
+                self._in_session = False
             if self._stopped is not None:
                 self._stopped.set()
 
