@@ -262,8 +262,10 @@ class LoopAgent:
             if wake is not None and not self._ended:
                 # The driver waits for a message: woken, it sees the agent disposed and
                 # returns, with no cancellation to deliver (the usual case: idle).
-                stopped = self._stopped = anyio.Event()
-                wake.set()
+                stopped = self._stopped
+                if stopped is None:  # (a second dispose waits for the same end)
+                    stopped = self._stopped = anyio.Event()
+                    wake.set()
                 await stopped.wait()
             # Stop the driver first (the turn records its end): the scope's undo then
             # has nothing left to wait for.
