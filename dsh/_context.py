@@ -192,7 +192,7 @@ class Context:
         fiber = self._fiber
         rt = self._rt
 
-        def start() -> Callable[[], Awaitable[None]]:
+        def start() -> Callable[[], Awaitable[None] | None]:
             scope = anyio.CancelScope()
             done = anyio.Event()
 
@@ -209,7 +209,9 @@ class Context:
 
             rt.spawn(run)
 
-            def stop() -> Awaitable[None]:
+            def stop() -> Awaitable[None] | None:
+                if done.is_set():  # ended by itself: nothing to cancel or wait for
+                    return None
                 scope.cancel()
                 return done.wait()
 

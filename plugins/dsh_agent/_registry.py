@@ -223,6 +223,9 @@ class AgentRegistry(Service):
         super().__init__(ctx, config)
         self._agents: dict[str, Agent] = {}
         self._factory: list[AgentFactory] = []
+        #: Looked up once: an agent's arrival and departure are emitted only when heard.
+        self._created_event = ctx.events.event("agent/created")
+        self._disposed_event = ctx.events.event("agent/disposed")
 
     def register(self, agent: Agent) -> Disposer:
         """Make ``agent`` visible by id while the caller lives; returns the exact disposer.
@@ -237,13 +240,15 @@ class AgentRegistry(Service):
         def body() -> Iterator[Callable[[], None]]:
             self._agents[agent.id] = agent
             yield functools.partial(self._unregister, agent)
-            self.home_ctx.emit("agent/created", agent, scope=agent)
+            if self._created_event.heard(agent):
+                self.home_ctx.emit("agent/created", agent, scope=agent)
 
         return self.ctx.effect(body, label=f"agent {agent.id}")
 
     def _unregister(self, agent: Agent) -> None:
         del self._agents[agent.id]
-        self.home_ctx.emit("agent/disposed", agent, scope=agent)
+        if self._disposed_event.heard(agent):
+            self.home_ctx.emit("agent/disposed", agent, scope=agent)
 
     def set_factory(self, factory: AgentFactory) -> Disposer:
         """Install the agent factory (one at a time); returns the exact disposer."""

@@ -17,7 +17,7 @@ from dsh_agent import AgentError, AgentTypeError, NoModelError, StepBlocked, ass
 from dsh_llm import LlmError, LlmRequest, Message, Usage
 from dsh_scope import Scope
 from dsh_session import Session, SessionFencedError
-from dsh_system_prompt import render_prompt
+from dsh_system_prompt import read_tools, render_prompt
 
 from ._limits import check_turn_limits
 from ._step_hooks import filter_request, pre_step, recover, turn_stop, user_prompt
@@ -96,6 +96,7 @@ class LoopAgent:
         "_status",
         "_steering",
         "_step",
+        "_stopped",
         "_turn_scope",
         "_wake",
         "ctx",
@@ -148,6 +149,8 @@ class LoopAgent:
         #: whether it has ended.
         self._driver: Disposer | None = None
         self._ended = False
+        #: Set by the driver as it ends, when a disposal woke it to return.
+        self._stopped: anyio.Event | None = None
         #: Whether ``session/start`` was dispatched and ``session/end`` not yet.
         self._in_session = False
 
@@ -255,6 +258,15 @@ class LoopAgent:
             self._scope.fiber.dispose()
             return
         if self._driver is not None:
+            wake = self._wake
+            if wake is not None and not self._ended:
+                # The driver waits for a message: woken, it sees the agent disposed and
+                # returns, with no cancellation to deliver (the usual case: idle).
+                stopped = self._stopped
+                if stopped is None:  # (a second dispose waits for the same end)
+                    stopped = self._stopped = anyio.Event()
+                    wake.set()
+                await stopped.wait()
             # Stop the driver first (the turn records its end): the scope's undo then
             # has nothing left to wait for.
             await self._driver()
@@ -274,7 +286,8 @@ class LoopAgent:
             self._wake_idle()
         if status != self._status:
             self._status = status
-            self._emit("agent/status", self, status)
+            if self._loop.status_changed.heard(self):
+                self._emit("agent/status", self, status)
 
     def _emit(self, name: str, *args: Any) -> None:
         # Observers never break the loop: their failures are logged.
@@ -318,6 +331,8 @@ class LoopAgent:
         try:
             while True:
                 while not self._inbox:
+                    if self._disposed:  # woken by dispose(): nothing more will come
+                        return
                     self._wake = anyio.Event()
                     await self._wake.wait()
                 self._wake = None
@@ -342,8 +357,13 @@ class LoopAgent:
             self._turn_scope = None
             self._inbox.clear()
             self._set_status("idle")
-            with anyio.CancelScope(shield=True):  # the agent is being disposed
-                await self.end_session()
+            if self._in_session and self._loop.session_end.heard(self):
+                with anyio.CancelScope(shield=True):  # the agent is being disposed
+                    await self.end_session()
+            else:  # nobody hears the end: no shielded await to make
+                self._in_session = False
+            if self._stopped is not None:
+                self._stopped.set()
 
     async def _turn(self, messages: list[Message], scope: anyio.CancelScope) -> None:
         session = self.session
@@ -431,7 +451,8 @@ class LoopAgent:
                 model=self.model or "",
                 messages=session.history(),
                 system=render_prompt(assembly) or None,
-                tools=tuple(assembly.tools),
+                # The shared schemas, not copies: a request is read, never changed.
+                tools=read_tools(assembly),
                 max_tokens=self.max_tokens,
                 session_id=session.id,
                 turn=turn,

@@ -99,6 +99,8 @@ class AgentLoop(Plugin):
         #: A turn's start and end (RFC 0042), for observers such as ``otel``.
         self.turn_started = events.event("agent/turn-start")
         self.turn_ended = events.event("agent/turn-end")
+        #: An agent's status changes, emitted only when someone listens.
+        self.status_changed = events.event("agent/status")
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx
@@ -264,13 +266,14 @@ class AgentLoop(Plugin):
         scope = create_scope(owner, agent)
         agent._scope = scope
         agent.ctx = actx = scope.ctx
+        sessions = actx.sessions
         # A session that is not in the store yet (new, or loaded for a resume) joins it
         # with the agent and leaves with it.
-        own_session = session is None or actx.sessions.get(session.id) is not session
+        own_session = session is None or sessions.get(session.id) is not session
         agent.session = (
             session
             if session is not None
-            else actx.sessions.prepare(cwd=cwd, meta={"agent": id, "model": model})
+            else sessions.prepare(cwd=cwd, meta={"agent": id, "model": model})
         )
         if session is not None:  # what the steps before recorded
             agent._usage = session_usage(session)
@@ -282,7 +285,7 @@ class AgentLoop(Plugin):
             # driver task, started by the first message, is an effect of the scope
             # made after this one: it stops (the running turn records its end) first.
             if own_session:
-                yield actx.sessions.enter(agent.session)
+                yield sessions.enter(agent.session)
             if persona is not None:
                 yield actx.system_prompt.section(
                     PromptSection(name="deployment:persona", order=0, text=persona)

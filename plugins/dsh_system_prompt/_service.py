@@ -95,6 +95,8 @@ class SystemPrompt(Service):
         if config.tool_order is not None:
             check_tool_order(config.tool_order)
         ctx.events.add_hookspecs(SystemPromptSpecs)
+        #: Looked up once: an assembly nobody filters skips the waterfall.
+        self._assemble_event = ctx.events.event("system-prompt/assemble")
         self._global = _Layer()
         self._scoped: dict[int, tuple[object, _Layer]] = {}
         #: Counts registrations and removals: a layer's version is the count at its
@@ -271,6 +273,8 @@ class SystemPrompt(Service):
             texts = tuple(resolved)
 
         assembly = CachedAssembly.build(view, texts, variables, tools)
+        if not self._assemble_event.heard(scope):
+            return assembly
         result: PromptAssembly = await self.home_ctx.waterfall(
             "system-prompt/assemble", assembly, context, inner=lambda: assembly, scope=scope
         )

@@ -76,6 +76,9 @@ class _Layer:
     scope: object
     tools: dict[str, _Entry] = field(default_factory=dict)
     masks: dict[object, _Mask] = field(default_factory=dict)
+    #: What the provider last answered for this layer (the global one: for every scope
+    #: without a layer), with the change count it was made at.
+    provided: tuple[int, ToolProviderResult] | None = None
 
     def admits(self, name: str) -> bool:
         return all(mask.admits(name) for mask in self.masks.values())
@@ -100,6 +103,9 @@ class Tools(Service):
         ctx.events.add_hookspecs(ToolsSpecs)
         self._global = _Layer(None)
         self._scoped: dict[int, _Layer] = {}
+        #: Counts the changes (``tools/change``): a provider answer made at another
+        #: count is stale.
+        self._changes = 0
         super().__init__(ctx, config)
 
     def setup(self) -> Disposer:
@@ -124,6 +130,7 @@ class Tools(Service):
         return layer
 
     def _changed(self) -> None:
+        self._changes += 1
         self.home_ctx.emit("tools/change")
 
     def _add(self, ctx: Context, store: str, key: object, value: object, label: str) -> Disposer:
@@ -316,13 +323,20 @@ class Tools(Service):
 
     def _provide(self, context: AssembleContext) -> ToolProviderResult:
         layer = self._scope_layer(context.scope)
+        holder = self._global if layer is None else layer
+        provided = holder.provided
+        if provided is not None and provided[0] == self._changes:
+            # Unchanged since: the same answer (the system prompt only reads it).
+            return provided[1]
         # The system prompt copies every schema into each assembly, so the cached
         # schema objects are handed over as they are.
         schemas = [entry.schema for entry in self._visible(layer)]
         known = list(self._global.tools)
         if layer is not None:
             known.extend(name for name in layer.tools if name not in self._global.tools)
-        return ToolProviderResult(schemas=schemas, known_names=known)
+        result = ToolProviderResult(schemas=schemas, known_names=known)
+        holder.provided = (self._changes, result)
+        return result
 
     # -- execution ----------------------------------------------------------------------
 

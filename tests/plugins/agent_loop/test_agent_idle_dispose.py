@@ -1,0 +1,60 @@
+"""Disposing an idle agent: its parked driver is woken and returns by itself (no
+cancellation to deliver), and every disposer waits for that end."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from dsh import Context
+from dsh.testing import ScriptedModel, run_turn, text
+from dsh_agent_core import AgentCore
+from dsh_agent_loop import LoopAgent
+from dsh_session import Session
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_idle_agents_driver_returns_when_disposed() -> None:
+    model = ScriptedModel("scripted", [*text("one")])
+    async with Context() as root:
+        await root.plugin(AgentCore, {"model": "scripted"})
+        model.install(root)
+        ended: list[str] = []
+
+        async def on_end(agent: LoopAgent, session: Session) -> None:
+            await anyio.lowlevel.checkpoint()  # the end may await: it is not cancelled
+            ended.append(agent.id)
+
+        root.on("session/end", on_end)
+        agent: LoopAgent = root.agents.get("main")
+        assert await run_turn(agent, "hi") == {"kind": "completed"}
+        assert agent._wake is not None  # parked, waiting for a message
+        await agent.dispose()
+        assert ended == ["main"]
+        assert agent._ended
+        assert agent._stopped is not None
+        assert agent._stopped.is_set()
+        assert root.agents.get("main") is None
+
+
+async def test_two_disposals_of_an_idle_agent_wait_for_the_same_end() -> None:
+    model = ScriptedModel("scripted", [*text("one")])
+    async with Context() as root:
+        await root.plugin(AgentCore, {"model": "scripted"})
+        model.install(root)
+        agent: LoopAgent = root.agents.get("main")
+        assert await run_turn(agent, "hi") == {"kind": "completed"}
+        done: list[int] = []
+
+        async def dispose(n: int) -> None:
+            await agent.dispose()
+            assert agent._ended  # neither returns before the driver ended
+            done.append(n)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(dispose, 1)
+            tg.start_soon(dispose, 2)
+        assert sorted(done) == [1, 2]
+        assert agent.status == "idle"
+        assert root.agents.get("main") is None
