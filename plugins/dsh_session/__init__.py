@@ -46,7 +46,7 @@ from ._store import (
     StoredSession,
     UnsavedRecords,
 )
-from ._store_plugin import LoadedSession, StoreLog, StorePlugin
+from ._store_plugin import LoadedSession, StoreConfig, StoreLog, StorePlugin
 
 plugin = Sessions
 
@@ -83,6 +83,7 @@ __all__ = [
     "SessionSummary",
     "SessionWriteError",
     "Sessions",
+    "StoreConfig",
     "StoreLog",
     "StorePlugin",
     "StoredSession",
