@@ -9,7 +9,7 @@ from ._describe import TITLE_CHARS, describe_session, short_title
 from ._event import OpaqueEvent, SessionError, SessionEvent
 from ._meta import META_EVENT, fold_meta
 from ._packed import CHUNKS_ROW, ChunkRun, EventLog
-from ._paths import directory_problem, path_error, store_path
+from ._paths import directory_problem, lock_or_in_use, path_error, store_path
 from ._persistence import (
     DURABLE_EVENTS,
     SESSION_ID,
@@ -94,6 +94,7 @@ __all__ = [
     "describe_session",
     "directory_problem",
     "fold_meta",
+    "lock_or_in_use",
     "message_of",
     "path_error",
     "plugin",
