@@ -372,25 +372,17 @@ class EventLog(Sequence[SessionEvent]):
 
     # -- writing (only the session) -------------------------------------------------------
 
-    def _last_run(self) -> ChunkRun | None:
-        rows = self._run_rows
-        if rows and rows[-1] == len(self._rows) - 1:
-            run: ChunkRun = self._rows[-1]  # type: ignore[assignment]  # the last row
-            return run
-        return None
-
     def _add_chunk(self, turn: int, step: int, chunk: Chunk, when: float) -> float:
-        """Pack ``chunk`` into the open run of ``(turn, step)``, starting one if the
-        log does not end with it; returns the time it is recorded with."""
-        rows, run_rows = self._rows, self._run_rows
-        run: ChunkRun | None = rows[-1] if run_rows and run_rows[-1] == len(rows) - 1 else None  # type: ignore[assignment]
-        if run is None or not run.open or run.turn != turn or run.step != step:
-            if run is not None:
-                run.close()
-            run = ChunkRun(self._len, when, turn, step)
-            self._run_seqs.append(self._len)
-            self._run_rows.append(len(self._rows))
-            self._rows.append(run)
+        """Start a run of ``(turn, step)`` with ``chunk`` (closing the run the log ends
+        with, if any: the session adds the chunks that continue an open run of their
+        step to it directly); returns the time the chunk is recorded with."""
+        rows = self._rows
+        if rows and type(rows[-1]) is ChunkRun:
+            rows[-1].close()
+        run = ChunkRun(self._len, when, turn, step)
+        self._run_seqs.append(self._len)
+        self._run_rows.append(len(rows))
+        rows.append(run)
         self._len += 1
         return run.add(chunk, when)
 

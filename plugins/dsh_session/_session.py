@@ -207,13 +207,14 @@ class Session:
         log = self.events
         seq = log._len
         event = SessionEvent(seq, type, time.time(), data)
-        run = log._last_run()
-        if run is not None:  # an event after a run of chunks closes it
+        rows = log._rows
+        run = rows[-1] if rows else None
+        if builtins.type(run) is ChunkRun:  # an event after a run of chunks closes it
             run.close()
             if message is not None and type == "assistant/message":
                 # The step's deltas and its answer hold the same text: keep it once.
                 run.share(_texts(message))
-        log._rows.append(event)
+        rows.append(event)
         log._len = seq + 1
         if type == "turn/start":
             self._last_turn = data["turn"]
@@ -243,7 +244,13 @@ class Session:
             raise SessionError(f"append_chunk() takes a dsh_llm chunk, got {chunk!r}")
         log = self.events
         seq = log._len
-        when = log._add_chunk(turn, step, chunk, time.time())
+        rows = log._rows
+        run = rows[-1] if rows else None
+        if type(run) is ChunkRun and run.open and run.turn == turn and run.step == step:
+            log._len = seq + 1  # the open run of the step takes it (most chunks)
+            when = run.add(chunk, time.time())
+        else:
+            when = log._add_chunk(turn, step, chunk, time.time())
         on_append = self._on_append
         if on_append is None:
             return
