@@ -69,6 +69,9 @@ class _Deltas:
         self.lengths = _compact(map(len, parts))
         self.parts = None
 
+    def __len__(self) -> int:
+        return len(self.parts if self.parts is not None else self.lengths)
+
     def chunk(self, piece: str) -> dict[str, Any]:
         # The key order of chunk_to_json: index, the text, type.
         return {"index": self.index, DELTA_KEYS[self.kind]: piece, "type": self.kind}
@@ -109,7 +112,6 @@ class ChunkRun:
         "_count",
         "_gaps",
         "_segments",
-        "_starts",
         "_total",
         "open",
         "seq0",
@@ -130,8 +132,6 @@ class ChunkRun:
         self._gaps: array[int] = array("B")
         self._total = 0
         self._segments: list[_Deltas | _Single] = []
-        #: The member offset at which each segment begins.
-        self._starts: list[int] = []
 
     def __len__(self) -> int:
         return self._count
@@ -187,7 +187,6 @@ class ChunkRun:
                 self._count += 1
                 return
             last.close()
-        self._starts.append(self._count)
         segments.append(_Deltas(kind, index, text))
         self._count += 1
 
@@ -195,7 +194,6 @@ class ChunkRun:
         segments = self._segments
         if segments and type(segments[-1]) is _Deltas:
             segments[-1].close()
-        self._starts.append(self._count)
         segments.append(single)
         self._count += 1
 
@@ -219,11 +217,14 @@ class ChunkRun:
 
     def member(self, k: int) -> SessionEvent:
         """The ``assistant/chunk`` event of member ``k`` (``0 <= k < len(run)``)."""
-        j = bisect.bisect_right(self._starts, k) - 1
-        segment = self._segments[j]
+        segments = self._segments  # a few per run: their ends are counted, not kept
+        ends = list(itertools.accumulate(len(s) if type(s) is _Deltas else 1 for s in segments))
+        j = bisect.bisect_right(ends, k)
+        segment = segments[j]
+        start = ends[j - 1] if j else 0
         when = self.time_of(k)
         if type(segment) is _Deltas:
-            return self._event(k, when, segment.chunk(segment.piece(k - self._starts[j])))
+            return self._event(k, when, segment.chunk(segment.piece(k - start)))
         return self._event(k, when, _json_of(segment))  # type: ignore[arg-type]  # a single
 
     def chunks(self) -> Iterator[Mapping[str, Any]]:

@@ -170,7 +170,7 @@ class Session:
         # The history of the turns that ended, and the messages of the turn in progress
         # (None outside a turn); the rows read so far; messages appenders handed over
         # (by seq) so the history need not decode them; the history as last built.
-        self._messages: list[Message] = []
+        self._messages: tuple[Message, ...] = ()
         self._open: list[Message] | None = None
         self._answered = False
         self._derived = 0
@@ -267,6 +267,7 @@ class Session:
         if self._derived == count:
             return
         given = self._given
+        ended: list[Message] = []  # what joins the ended turns' history
         for i in range(self._derived, count):
             event = rows[i]
             if builtins.type(event) is ChunkRun:
@@ -280,7 +281,7 @@ class Session:
                 if self._open is not None and (
                     self._answered or event.data["reason"]["kind"] == "completed"  # type: ignore[union-attr]
                 ):
-                    self._messages.extend(self._open)
+                    ended.extend(self._open)
                 self._open = None
             else:
                 message = given.pop(event.seq, None) if given and kind in _MESSAGES else None  # type: ignore[union-attr]
@@ -289,10 +290,12 @@ class Session:
                 if message is None or (kind == "assistant/message" and not message.content):
                     continue
                 if self._open is None:  # recorded outside a turn
-                    self._messages.append(message)
+                    ended.append(message)
                 else:
                     self._open.append(message)
                     self._answered = self._answered or message.role == "assistant"
+        if ended:
+            self._messages = (*self._messages, *ended)
         self._derived = count
         self._history = None
 
@@ -302,7 +305,9 @@ class Session:
         self._advance()
         history = self._history
         if history is None:
-            history = self._history = (*self._messages, *(self._open or ()))
+            # Between turns the history is the ended turns' tuple itself (kept once).
+            opened = self._open
+            history = self._history = (*self._messages, *opened) if opened else self._messages
         return history
 
     def derive_messages(self) -> list[Message]:
