@@ -8,12 +8,28 @@ value is a :class:`LlmFormatError` that says which key is wrong and why.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from dsh import DshError
 from dsh_system_prompt import ToolSchema
+
+from ._checks import (
+    _BOOL,
+    _COUNT,
+    _LIST,
+    _OBJECT,
+    _STR,
+    LlmFormatError,
+    _Check,
+    _compact,
+    _fields,
+    _kind,
+    _one_of,
+    _record,
+)
+from ._records import LlmFailure, Usage, add_usage
 
 __all__ = [
     "BLOCK_TYPES",
@@ -68,164 +84,6 @@ class LlmError(DshError, RuntimeError):
     def __init__(self, failure: LlmFailure) -> None:
         super().__init__(failure.message)
         self.failure = failure
-
-
-class LlmFormatError(DshError, ValueError):
-    """A block, chunk, message, usage or failure is malformed (in its JSON form, or a
-    ``Finish`` whose reason and failure disagree)."""
-
-    code = "LLM_FORMAT"
-
-
-# -- decoding helpers ---------------------------------------------------------------------
-
-_Check: TypeAlias = tuple[Callable[[object], bool], str]
-
-_STR: _Check = (lambda v: isinstance(v, str), "a string")
-_BOOL: _Check = (lambda v: isinstance(v, bool), "a boolean")
-_COUNT: _Check = (lambda v: type(v) is int and v >= 0, "a non-negative integer")
-_INT: _Check = (lambda v: type(v) is int, "an integer")
-_OBJECT: _Check = (lambda v: isinstance(v, Mapping), "a JSON object")
-_LIST: _Check = (lambda v: isinstance(v, list), "a JSON array")
-
-
-def _one_of(values: tuple[str, ...]) -> _Check:
-    return (lambda v: v in values, "one of " + ", ".join(f'"{v}"' for v in values))
-
-
-def _describe(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    return repr(value)
-
-
-def _record(
-    data: object,
-    what: str,
-    required: Mapping[str, _Check],
-    optional: Mapping[str, _Check],
-    *,
-    typed: bool = False,
-) -> dict[str, Any]:
-    """Check the keys and value types of one JSON object; return its non-null fields
-    (without ``type`` when ``typed``: the caller has already dispatched on it)."""
-    if not isinstance(data, Mapping):
-        raise LlmFormatError(f"{what} must be a JSON object, got {_describe(data)}")
-    problems = [f'missing key "{key}"' for key in required if key not in data]
-    fields: dict[str, Any] = {}
-    for key, value in data.items():
-        if typed and key == "type":
-            continue
-        check = required.get(key) or optional.get(key)
-        if check is None:
-            problems.append(f'unknown key "{key}"')
-        elif value is None and key in optional:
-            continue
-        elif not check[0](value):
-            problems.append(f'"{key}" must be {check[1]}, got {_describe(value)}')
-        else:
-            fields[key] = value
-    if problems:
-        raise LlmFormatError(f"{what}: {'; '.join(problems)}")
-    return fields
-
-
-def _kind(data: object, what: str, kinds: tuple[str, ...]) -> str:
-    """The ``type`` of a block or chunk object, checked against ``kinds``."""
-    if not isinstance(data, Mapping):
-        raise LlmFormatError(f"a {what} must be a JSON object, got {_describe(data)}")
-    kind = data.get("type")
-    if kind not in kinds:
-        known = ", ".join(f'"{k}"' for k in kinds)
-        got = 'no "type" key' if "type" not in data else f"type {_describe(kind)}"
-        raise LlmFormatError(f"unknown {what} type: {got} (expected one of {known})")
-    result: str = kind
-    return result
-
-
-def _fields(obj: Any) -> dict[str, Any]:
-    return {name: getattr(obj, name) for name in obj.__slots__}
-
-
-def _compact(obj: Any) -> dict[str, Any]:
-    return {k: v for k, v in _fields(obj).items() if v is not None}
-
-
-# -- failures and usage -------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LlmFailure:
-    """Why a model call failed: a readable message and a stable code."""
-
-    message: str
-    code: str
-    status: int | None = None
-    retry_after_ms: int | None = None
-    request_id: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return _compact(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LlmFailure:
-        """Rebuild a failure from :meth:`to_json` output; raises :class:`LlmFormatError`."""
-        return cls(
-            **_record(
-                data,
-                "failure",
-                {"message": _STR, "code": _STR},
-                {"status": _INT, "retry_after_ms": _COUNT, "request_id": _STR},
-            )
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts; cache reads are not included in ``input_tokens``."""
-
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    reasoning_tokens: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return _compact(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Usage:
-        """Rebuild usage from :meth:`to_json` output; raises :class:`LlmFormatError`."""
-        return cls(
-            **_record(
-                data,
-                "usage",
-                {"input_tokens": _COUNT, "output_tokens": _COUNT},
-                {
-                    "cache_read_tokens": _COUNT,
-                    "cache_write_tokens": _COUNT,
-                    "reasoning_tokens": _COUNT,
-                },
-            )
-        )
-
-
-def add_usage(total: Usage, usage: Usage) -> Usage:
-    """``total`` plus ``usage``, field by field; an absent (None) field counts 0 and
-    the sum has every field set."""
-    return Usage(
-        total.input_tokens + usage.input_tokens,
-        total.output_tokens + usage.output_tokens,
-        (total.cache_read_tokens or 0) + (usage.cache_read_tokens or 0),
-        (total.cache_write_tokens or 0) + (usage.cache_write_tokens or 0),
-        (total.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
-    )
 
 
 # -- content blocks -----------------------------------------------------------------------

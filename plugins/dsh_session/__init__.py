@@ -9,7 +9,7 @@ from ._describe import TITLE_CHARS, describe_session, short_title
 from ._event import OpaqueEvent, SessionError, SessionEvent
 from ._meta import META_EVENT, fold_meta
 from ._packed import CHUNKS_ROW, ChunkRun, EventLog
-from ._paths import directory_problem, path_error, store_path
+from ._paths import directory_problem, lock_or_in_use, path_error, store_path
 from ._persistence import (
     DURABLE_EVENTS,
     SESSION_ID,
@@ -46,7 +46,7 @@ from ._store import (
     StoredSession,
     UnsavedRecords,
 )
-from ._store_plugin import LoadedSession, StoreLog, StorePlugin
+from ._store_plugin import LoadedSession, StoreConfig, StoreLog, StorePlugin
 
 plugin = Sessions
 
@@ -83,6 +83,7 @@ __all__ = [
     "SessionSummary",
     "SessionWriteError",
     "Sessions",
+    "StoreConfig",
     "StoreLog",
     "StorePlugin",
     "StoredSession",
@@ -93,6 +94,7 @@ __all__ = [
     "describe_session",
     "directory_problem",
     "fold_meta",
+    "lock_or_in_use",
     "message_of",
     "path_error",
     "plugin",

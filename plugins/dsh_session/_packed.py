@@ -69,6 +69,9 @@ class _Deltas:
         self.lengths = _compact(map(len, parts))
         self.parts = None
 
+    def __len__(self) -> int:
+        return len(self.parts if self.parts is not None else self.lengths)
+
     def chunk(self, piece: str) -> dict[str, Any]:
         # The key order of chunk_to_json: index, the text, type.
         return {"index": self.index, DELTA_KEYS[self.kind]: piece, "type": self.kind}
@@ -109,7 +112,6 @@ class ChunkRun:
         "_count",
         "_gaps",
         "_segments",
-        "_starts",
         "_total",
         "open",
         "seq0",
@@ -130,8 +132,6 @@ class ChunkRun:
         self._gaps: array[int] = array("B")
         self._total = 0
         self._segments: list[_Deltas | _Single] = []
-        #: The member offset at which each segment begins.
-        self._starts: list[int] = []
 
     def __len__(self) -> int:
         return self._count
@@ -187,7 +187,6 @@ class ChunkRun:
                 self._count += 1
                 return
             last.close()
-        self._starts.append(self._count)
         segments.append(_Deltas(kind, index, text))
         self._count += 1
 
@@ -195,7 +194,6 @@ class ChunkRun:
         segments = self._segments
         if segments and type(segments[-1]) is _Deltas:
             segments[-1].close()
-        self._starts.append(self._count)
         segments.append(single)
         self._count += 1
 
@@ -219,11 +217,14 @@ class ChunkRun:
 
     def member(self, k: int) -> SessionEvent:
         """The ``assistant/chunk`` event of member ``k`` (``0 <= k < len(run)``)."""
-        j = bisect.bisect_right(self._starts, k) - 1
-        segment = self._segments[j]
+        segments = self._segments  # a few per run: their ends are counted, not kept
+        ends = list(itertools.accumulate(len(s) if type(s) is _Deltas else 1 for s in segments))
+        j = bisect.bisect_right(ends, k)
+        segment = segments[j]
+        start = ends[j - 1] if j else 0
         when = self.time_of(k)
         if type(segment) is _Deltas:
-            return self._event(k, when, segment.chunk(segment.piece(k - self._starts[j])))
+            return self._event(k, when, segment.chunk(segment.piece(k - start)))
         return self._event(k, when, _json_of(segment))  # type: ignore[arg-type]  # a single
 
     def chunks(self) -> Iterator[Mapping[str, Any]]:
@@ -372,25 +373,17 @@ class EventLog(Sequence[SessionEvent]):
 
     # -- writing (only the session) -------------------------------------------------------
 
-    def _last_run(self) -> ChunkRun | None:
-        rows = self._run_rows
-        if rows and rows[-1] == len(self._rows) - 1:
-            run: ChunkRun = self._rows[-1]  # type: ignore[assignment]  # the last row
-            return run
-        return None
-
     def _add_chunk(self, turn: int, step: int, chunk: Chunk, when: float) -> float:
-        """Pack ``chunk`` into the open run of ``(turn, step)``, starting one if the
-        log does not end with it; returns the time it is recorded with."""
-        rows, run_rows = self._rows, self._run_rows
-        run: ChunkRun | None = rows[-1] if run_rows and run_rows[-1] == len(rows) - 1 else None  # type: ignore[assignment]
-        if run is None or not run.open or run.turn != turn or run.step != step:
-            if run is not None:
-                run.close()
-            run = ChunkRun(self._len, when, turn, step)
-            self._run_seqs.append(self._len)
-            self._run_rows.append(len(self._rows))
-            self._rows.append(run)
+        """Start a run of ``(turn, step)`` with ``chunk`` (closing the run the log ends
+        with, if any: the session adds the chunks that continue an open run of their
+        step to it directly); returns the time the chunk is recorded with."""
+        rows = self._rows
+        if rows and type(rows[-1]) is ChunkRun:
+            rows[-1].close()
+        run = ChunkRun(self._len, when, turn, step)
+        self._run_seqs.append(self._len)
+        self._run_rows.append(len(rows))
+        rows.append(run)
         self._len += 1
         return run.add(chunk, when)
 

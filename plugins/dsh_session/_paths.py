@@ -3,13 +3,16 @@ cannot work fails the deployment (``dsh check`` included) instead of every commi
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
 from pathlib import Path
 
 from dsh import ConfigError, Context
 
-__all__ = ["directory_problem", "path_error", "store_path"]
+from ._persistence import SessionInUseError
+
+__all__ = ["directory_problem", "lock_or_in_use", "path_error", "store_path"]
 
 
 def store_path(ctx: Context, key: str, value: str) -> Path:
@@ -58,3 +61,14 @@ def path_error(ctx: Context, key: str, value: Path, problem: str) -> ConfigError
     where = "" if entry is None else f"{entry.locate((key,))}: "
     plugin = ctx.fiber.name
     return ConfigError(f'{where}{plugin} {key} "{value}" cannot be used: {problem}')
+
+
+def lock_or_in_use(fd: int, shared: bool, in_use: str) -> None:
+    """Lock the file of descriptor ``fd`` without waiting (advisory, released when it
+    is closed): exclusively, or ``shared`` with the other leased writers. When another
+    holds it, close ``fd`` and raise :class:`SessionInUseError` saying ``in_use``."""
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SessionInUseError(in_use) from None

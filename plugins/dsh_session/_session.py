@@ -170,7 +170,7 @@ class Session:
         # The history of the turns that ended, and the messages of the turn in progress
         # (None outside a turn); the rows read so far; messages appenders handed over
         # (by seq) so the history need not decode them; the history as last built.
-        self._messages: list[Message] = []
+        self._messages: tuple[Message, ...] = ()
         self._open: list[Message] | None = None
         self._answered = False
         self._derived = 0
@@ -207,13 +207,14 @@ class Session:
         log = self.events
         seq = log._len
         event = SessionEvent(seq, type, time.time(), data)
-        run = log._last_run()
-        if run is not None:  # an event after a run of chunks closes it
+        rows = log._rows
+        run = rows[-1] if rows else None
+        if builtins.type(run) is ChunkRun:  # an event after a run of chunks closes it
             run.close()
             if message is not None and type == "assistant/message":
                 # The step's deltas and its answer hold the same text: keep it once.
                 run.share(_texts(message))
-        log._rows.append(event)
+        rows.append(event)
         log._len = seq + 1
         if type == "turn/start":
             self._last_turn = data["turn"]
@@ -243,7 +244,13 @@ class Session:
             raise SessionError(f"append_chunk() takes a dsh_llm chunk, got {chunk!r}")
         log = self.events
         seq = log._len
-        when = log._add_chunk(turn, step, chunk, time.time())
+        rows = log._rows
+        run = rows[-1] if rows else None
+        if type(run) is ChunkRun and run.open and run.turn == turn and run.step == step:
+            log._len = seq + 1  # the open run of the step takes it (most chunks)
+            when = run.add(chunk, time.time())
+        else:
+            when = log._add_chunk(turn, step, chunk, time.time())
         on_append = self._on_append
         if on_append is None:
             return
@@ -260,6 +267,7 @@ class Session:
         if self._derived == count:
             return
         given = self._given
+        ended: list[Message] = []  # what joins the ended turns' history
         for i in range(self._derived, count):
             event = rows[i]
             if builtins.type(event) is ChunkRun:
@@ -273,7 +281,7 @@ class Session:
                 if self._open is not None and (
                     self._answered or event.data["reason"]["kind"] == "completed"  # type: ignore[union-attr]
                 ):
-                    self._messages.extend(self._open)
+                    ended.extend(self._open)
                 self._open = None
             else:
                 message = given.pop(event.seq, None) if given and kind in _MESSAGES else None  # type: ignore[union-attr]
@@ -282,10 +290,12 @@ class Session:
                 if message is None or (kind == "assistant/message" and not message.content):
                     continue
                 if self._open is None:  # recorded outside a turn
-                    self._messages.append(message)
+                    ended.append(message)
                 else:
                     self._open.append(message)
                     self._answered = self._answered or message.role == "assistant"
+        if ended:
+            self._messages = (*self._messages, *ended)
         self._derived = count
         self._history = None
 
@@ -295,7 +305,9 @@ class Session:
         self._advance()
         history = self._history
         if history is None:
-            history = self._history = (*self._messages, *(self._open or ()))
+            # Between turns the history is the ended turns' tuple itself (kept once).
+            opened = self._open
+            history = self._history = (*self._messages, *opened) if opened else self._messages
         return history
 
     def derive_messages(self) -> list[Message]:

@@ -335,14 +335,7 @@ class Sessions(Service):
             raise SessionError(
                 f'no stored session "{session_id}" (is a session persistence plugin loaded?)'
             )
-        header, events = stored
-        if not isinstance(header, SessionHeader) or header.id != session_id:
-            raise SessionError(
-                f'a session/open listener answered "{session_id}" with the header {header!r}'
-            )
-        if not isinstance(events, EventLog):
-            events = list(events)  # the backend's list stays the backend's
-        return Session(header, events)
+        return _answered("session/open", session_id, stored)
 
     async def resume(self, session_id: str) -> Session:
         """:meth:`load`, then hold the session in the store while the calling plugin
@@ -394,14 +387,7 @@ class Sessions(Service):
         stored = await self.home_ctx.serial("session/snapshot", session_id)
         if stored is None:
             return None
-        header, events = stored
-        if not isinstance(header, SessionHeader) or header.id != session_id:
-            raise SessionError(
-                f'a session/snapshot listener answered "{session_id}" with the header {header!r}'
-            )
-        if not isinstance(events, EventLog):
-            events = list(events)  # the backend's list stays the backend's
-        return Session(header, events)
+        return _answered("session/snapshot", session_id, stored)
 
     def stored(self) -> list[StoredSession]:
         """Every session the persistence backends store, most recent first."""
@@ -453,3 +439,14 @@ def _release(counts: dict[str, int], kind: str) -> None:
         counts[kind] = count
     else:
         del counts[kind]
+
+
+def _answered(event: str, session_id: str, stored: tuple[Any, Any]) -> Session:
+    """The session out of listener ``event``'s answer ``(header, events)`` for
+    ``session_id``; raises :class:`SessionError` when the header is not its one."""
+    header, events = stored
+    if not isinstance(header, SessionHeader) or header.id != session_id:
+        raise SessionError(f'a {event} listener answered "{session_id}" with the header {header!r}')
+    if not isinstance(events, EventLog):
+        events = list(events)  # the backend's list stays the backend's
+    return Session(header, events)

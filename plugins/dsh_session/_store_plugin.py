@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import anyio
+from pydantic import BaseModel, ConfigDict
 
 from dsh import Context, Plugin
 
@@ -25,7 +26,16 @@ from ._persistence import Lease, SessionInUseError, check_session_id
 from ._session import Session, SessionHeader
 from ._store import StoredSession, UnsavedRecords
 
-__all__ = ["LoadedSession", "StoreLog", "StorePlugin"]
+__all__ = ["LoadedSession", "StoreConfig", "StoreLog", "StorePlugin"]
+
+
+class StoreConfig(BaseModel):
+    """The config every store plugin takes; a subclass adds where its medium is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Sync each commit to the disk before ``append`` returns.
+    fsync: bool = True
 
 
 class StoreLog(Protocol):

@@ -7,33 +7,19 @@ descriptors, so a failed read or truncation is seen where it happens.
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh_session import EVENT_TYPES, EventLog, SessionHeader
+from dsh_session import EVENT_TYPES, EventLog, SessionHeader, lock_or_in_use
 
-from ._errors import SessionInUseError, SessionReadError, SessionWriteError
+from ._errors import SessionReadError, SessionWriteError
 from ._format import FILE_NAME, FORMAT_VERSION, parse_log
 
 __all__ = ["Loaded", "cut", "load_session", "open_locked", "read_locked", "read_snapshot"]
 
 _READ_SIZE = 1 << 20
-
-
-def _lock(fd: int, path: Path, shared: bool = False) -> None:
-    """Hold ``path`` for this descriptor (advisory, released when it is closed):
-    exclusively, or ``shared`` with the other leased writers (whose lease file orders
-    their commits; see ``_lease.py``)."""
-    try:
-        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise SessionInUseError(
-            f"session file {path} is in use by a live session (in this process or another)"
-        ) from None
 
 
 def open_locked(path: Path, shared: bool = False) -> int | None:
@@ -44,7 +30,8 @@ def open_locked(path: Path, shared: bool = False) -> int | None:
         return None
     except OSError as exc:
         raise SessionReadError(f"cannot open session file {path}: {exc}") from exc
-    _lock(fd, path, shared)
+    in_use = f"session file {path} is in use by a live session (in this process or another)"
+    lock_or_in_use(fd, shared, in_use)
     return fd
 
 

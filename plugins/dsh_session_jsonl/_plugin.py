@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from dsh import Context
 from dsh_session import (
@@ -21,6 +21,7 @@ from dsh_session import (
     SessionFencedError,
     SessionHeader,
     SessionWriteError,
+    StoreConfig,
     StorePlugin,
     directory_problem,
     path_error,
@@ -38,16 +39,12 @@ from ._sweep import sweep_stale
 __all__ = ["JsonlSessions", "JsonlSessionsConfig"]
 
 
-class JsonlSessionsConfig(BaseModel):
-    """Config of the ``session-jsonl`` plugin."""
-
-    model_config = ConfigDict(extra="forbid")
+class JsonlSessionsConfig(StoreConfig):
+    """Config of the ``session-jsonl`` plugin (``fsync``: sync each committed record)."""
 
     #: Where sessions are stored; a relative path is taken from the process's current
     #: directory when the plugin starts (sessions belong to where the user works).
     root: str = Field(default=".dsh/sessions", min_length=1)
-    #: Sync each committed record to the disk before ``append`` returns.
-    fsync: bool = True
 
 
 class JsonlSessions(StorePlugin[SessionLog]):

@@ -19,7 +19,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from dsh_session import SessionInUseError, SessionWriteError
+from dsh_session import SessionWriteError, lock_or_in_use
 
 __all__ = ["SessionLock", "locks_of"]
 
@@ -61,14 +61,11 @@ class SessionLock:
                 )
             except OSError as exc:
                 raise SessionWriteError(f"cannot make the lock file {path}: {exc}") from exc
-            try:
-                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise SessionInUseError(
-                    f'session "{session_id}" is in use by a live session (in this process '
-                    f"or another; its lock is {path})"
-                ) from None
+            in_use = (
+                f'session "{session_id}" is in use by a live session (in this process '
+                f"or another; its lock is {path})"
+            )
+            lock_or_in_use(fd, shared, in_use)
             held = os.fstat(fd)
             try:
                 current = os.stat(path, follow_symlinks=False)

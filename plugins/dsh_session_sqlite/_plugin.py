@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from dsh import Context
 from dsh_session import (
@@ -21,6 +21,7 @@ from dsh_session import (
     SessionHeader,
     SessionSummary,
     SessionWriteError,
+    StoreConfig,
     StorePlugin,
     directory_problem,
     path_error,
@@ -35,16 +36,12 @@ from ._log import Database, SqliteLog, adopt, attach, load_session
 __all__ = ["SqliteSessions", "SqliteSessionsConfig"]
 
 
-class SqliteSessionsConfig(BaseModel):
-    """Config of the ``session-sqlite`` plugin."""
-
-    model_config = ConfigDict(extra="forbid")
+class SqliteSessionsConfig(StoreConfig):
+    """Config of the ``session-sqlite`` plugin (``fsync``: ``synchronous=FULL``)."""
 
     #: The database file; a relative path is taken from the process's current
     #: directory when the plugin starts (sessions belong to where the user works).
     path: str = Field(default=".dsh/sessions.db", min_length=1)
-    #: Sync each commit to the disk before ``append`` returns (``synchronous=FULL``).
-    fsync: bool = True
     #: How long a statement waits for another connection's write lock.
     busy_timeout_ms: int = Field(default=5000, ge=0)
 
