@@ -144,9 +144,9 @@ class HotReload(Service):
         return report
 
     async def _apply(self, paths: frozenset[Path], replan: Replan) -> None:
-        if self.steps.running:
-            self.home_ctx.emit("hot-reload/waiting", paths)
         try:
+            if self.steps.begin():  # from here on, every step is seen
+                self.home_ctx.emit("hot-reload/waiting", paths)
             await self.steps.hold()
             await replan.apply()
         finally:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh import Context, Plugin
+from dsh import Context, Disposer, DshError, Plugin
 from dsh_agent import HookDecision
 
 from ._command import split_command
@@ -103,6 +103,11 @@ class Permissions(Plugin):
         )
         #: The rules in force per working directory (the settings files read once).
         self._by_cwd: dict[str, RuleSet] = {}
+        #: The allow rules "always" answers gave in this session, with the project
+        #: each applies to: in force at once, whatever is read from the files.
+        self._learned: list[tuple[Path, RuleSet]] = []
+        #: The ``tool/before`` listener's disposer, once a rule can cover a call.
+        self._listening: Disposer | None = None
 
     def setup(self) -> Iterator[Callable[[], object]]:
         ctx = self.ctx
@@ -110,9 +115,10 @@ class Permissions(Plugin):
         # file fails the start, naming itself.
         self.rules_for(os.getcwd())
         if self._configured or self.config.claude_settings:
-            # Without settings files and configured rules no rule can ever cover a
-            # call: no listener, so the call path stays as without the plugin.
-            yield ctx.on("tool/before", self.before)
+            # Without settings files and configured rules no rule can cover a call
+            # until an "always" answer gives one: no listener till then, so the call
+            # path stays as without the plugin.
+            yield self._listen()
         if ctx.get("approval") is not None:
             yield ctx.on("approval/always", self.remember)
         yield self._by_cwd.clear
@@ -127,8 +133,15 @@ class Permissions(Plugin):
                 for found in find_settings(cwd):
                     data = load_settings(found.path)
                     sets.append(rules_of_settings(found.path, data, found.project))
+            where = Path(os.path.abspath(cwd))
+            sets += [learned for project, learned in self._learned if where.is_relative_to(project)]
             rules = self._by_cwd[cwd] = RuleSet.of(sets)
         return rules
+
+    def _listen(self) -> Disposer:
+        if self._listening is None:
+            self._listening = self.ctx.on("tool/before", self.before)
+        return self._listening
 
     def before(self, call: Any) -> HookDecision | None:
         """The ``tool/before`` listener: the decision of the first rule that covers
@@ -143,14 +156,21 @@ class Permissions(Plugin):
     def remember(self, request: Any) -> None:
         """The ``approval/always`` listener: persist the rules of
         :func:`always_rules` to the project's ``.dsh/settings.local.json``; they apply
-        at once. A file that cannot be updated is logged (the answer still stands)."""
+        at once in this session, in every mode (with ``claude_settings: false`` too). A
+        file that cannot be updated is logged (the answer still stands)."""
         call = request.call
         if not getattr(call, "name", ""):
             return
-        target = project_dir(_cwd(call)) / DSH_LOCAL_SETTINGS
+        project = project_dir(_cwd(call))
+        target = project / DSH_LOCAL_SETTINGS
+        texts = always_rules(call)
         try:
-            for rule in always_rules(call):
-                add_rule(target, "allow", rule)
-        except SettingsError as exc:
+            source = f'{target}: "permissions.allow"'
+            rules = tuple(parse_rule(text, source, str(project)) for text in texts)
+            self._learned.append((project, RuleSet(allow=rules)))
+            self._listen()
+            for text in texts:
+                add_rule(target, "allow", text)
+        except DshError as exc:  # SettingsError, or a rule that does not parse
             _log.error("could not remember the answer about %s: %s", request.title, exc)
         self._by_cwd.clear()

@@ -39,6 +39,7 @@ SECTION = "skills"
 SECTION_ORDER = 60
 #: The variable whose value is the list (values are never scanned for ``{{…}}``).
 VARIABLE = "skills"
+_REFERENCE = "{{" + VARIABLE + "}}"
 
 _INTRO = (
     "Skills are folders of instructions, scripts and files for particular tasks. When a "
@@ -137,11 +138,14 @@ class Skills(Plugin):
         #: The skill files read so far (shared by every agent: keyed by path).
         self.cache = SkillCache()
         self._lists: dict[str, tuple[float, dict[str, Skill], str]] = {}
+        #: The last ``{{skills}}`` value and its assembly context, until its section
+        #: text is asked for (then dropped: no agent is kept alive by it).
+        self._resolved: tuple[AssembleContext, str] | None = None
 
     def setup(self) -> Iterator[Disposer]:
         ctx = self.ctx
         yield ctx.system_prompt.section(
-            PromptSection(name=SECTION, order=SECTION_ORDER, text="{{" + VARIABLE + "}}")
+            PromptSection(name=SECTION, order=SECTION_ORDER, text=self._section)
         )
         yield ctx.system_prompt.variable(VARIABLE, self._listing)
         yield ctx.tools.register(
@@ -178,9 +182,26 @@ class Skills(Plugin):
         return found, listing
 
     def _listing(self, context: AssembleContext) -> str:
+        """The ``{{skills}}`` value: the list the context's agent sees, the same string
+        while it is unchanged."""
         agent: Any = context.agent
         cwd: str | None = None if agent is None else agent.cwd
-        return self._list(cwd or os.getcwd())[1]
+        listing = self._list(cwd or os.getcwd())[1]
+        self._resolved = (context, listing)
+        return listing
+
+    def _section(self, context: AssembleContext) -> str:
+        """The section's text: the list itself, a literal the prompt's render plan
+        keeps (a text that is only a reference is rendered section by section at every
+        assembly); the ``{{skills}}`` reference when the list has ``{{`` in it, so that
+        braces in descriptions stay literal (a value is never scanned)."""
+        # The variables are resolved before the texts: this assembly's value is known.
+        resolved, self._resolved = self._resolved, None
+        listing = resolved[1] if resolved is not None and resolved[0] is context else None
+        if listing is None:
+            listing = self._listing(context)
+            self._resolved = None
+        return _REFERENCE if "{{" in listing else listing
 
     async def run(self, args: SkillArgs, call: ToolCall) -> str:
         """The ``skill`` tool: the named skill's folder and body, read now."""

@@ -173,6 +173,39 @@ async def test_always_persists_a_rule_that_applies_at_once(project: Path) -> Non
         assert len(r.asked) == 1
 
 
+async def test_always_applies_at_once_with_claude_settings_false(project: Path) -> None:
+    # The settings files are not read in this mode, so the rule written to
+    # .dsh/settings.local.json is also kept in force by the plugin itself.
+    settings(project / ".claude" / "settings.json", deny=["Bash"])
+    async with rig(project, claude_settings=False) as r:
+        events = r.root.events
+        assert events.event("tool/before").listeners() == ()
+        r.answers = [ALWAYS]
+        await r.run("make test")
+        target = project / ".dsh" / "settings.local.json"
+        assert json.loads(target.read_text()) == {"permissions": {"allow": ["Bash(make test)"]}}
+        assert len(events.event("tool/before").listeners()) == 1  # a rule can cover a call now
+        await r.run("make test", "make lint")
+        assert r.ran == ["make test", "make test"]  # the deny rule of the file is not read
+        assert r.asked == ["bash: make test", "bash: make lint"]
+        assert r.plugin.instance.rules_for(str(project / "sub")).allow  # under the project
+        assert not r.plugin.instance.rules_for(str(project.parent)).allow  # not outside it
+        await r.plugin.dispose()
+        assert events.event("tool/before").listeners() == ()
+
+
+async def test_always_applies_in_this_session_though_the_file_cannot_be_written(
+    project: Path,
+) -> None:
+    async with rig(project) as r:
+        (project / ".dsh").write_text("not a directory")
+        r.answers = [ALWAYS]
+        await r.run("make")
+        await r.run("make")
+        assert r.ran == ["make", "make"]
+        assert r.asked == ["bash: make"]
+
+
 async def test_an_always_that_cannot_be_written_is_logged_and_still_allows(
     project: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

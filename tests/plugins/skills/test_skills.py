@@ -21,7 +21,7 @@ from dsh_skills import (
     skill_dirs,
     split_frontmatter,
 )
-from dsh_system_prompt import AssembleContext, render_prompt
+from dsh_system_prompt import AssembleContext, PromptSection, render_prompt
 from dsh_tools import ToolCall
 from tests.plugins.skills.skills_support import isolate, write_skill
 
@@ -305,3 +305,37 @@ async def test_skills_of_a_folder_and_a_path_that_is_a_file(
         result = await root.tools.execute("skill", {"name": "there"}, ToolCall(id="1"))
         assert result.code == "SKILL_NOT_FOUND"
         assert result.content.endswith("the skills: (none)")
+
+
+async def test_an_unchanged_list_renders_from_the_prompt_plan(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The section's text is the list itself (a literal), so the prompt's render plan
+    # keeps the whole prompt: an unchanged list renders to the very same string.
+    _, project = isolate(monkeypatch, tmp_path)
+    async with Context() as root:
+        await root.plugin(AgentCore, {"model": "m"})
+        root.system_prompt.section(PromptSection(name="other", order=1, text="Be brief."))
+        fiber = await root.plugin(Skills, {"user": False, "recheck_seconds": 0})
+        empty = [render_prompt(await root.system_prompt.assemble()) for _ in range(2)]
+        assert empty[0] is empty[1]
+        assert INTRO not in empty[0]
+        write_skill(project / ".dsh" / "skills", "one", "One.")
+        listed = [render_prompt(await root.system_prompt.assemble()) for _ in range(2)]
+        assert listed[0] is listed[1]
+        assert listed[0].endswith(f"Be brief.\n\n{INTRO}\n- one: One.")
+        # Asked for outside an assembly (no value resolved for it): the same text.
+        plugin: Skills = fiber.instance
+        assert plugin._section(AssembleContext()) == f"{INTRO}\n- one: One."
+
+
+async def test_braces_in_a_description_stay_literal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _, project = isolate(monkeypatch, tmp_path)
+    write_skill(project / ".dsh" / "skills", "tmpl", "Fills {{name}} and {{ x }} in.")
+    async with Context() as root:
+        await root.plugin(AgentCore, {"model": "m"})
+        await root.plugin(Skills, {"user": False})
+        text = render_prompt(await root.system_prompt.assemble())
+        assert text.endswith(f"{INTRO}\n- tmpl: Fills {{{{name}}}} and {{{{ x }}}} in.")
