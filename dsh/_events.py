@@ -302,11 +302,15 @@ class EventBus:
                 return result
         return None
 
-    async def serial(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
+    def _heard(self, name: str, args: tuple[Any, ...], scope: object) -> tuple[Listener, ...]:
+        """What an asynchronous dispatch of ``name`` with ``args`` reaches."""
         ev = self._by_name.get(name) or self.event(name)
         if len(args) != ev.arity:
             raise ev.arity_error(args)
-        for listener in ev.plan(scope).listeners:
+        return ev.plan(scope).listeners
+
+    async def serial(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
+        for listener in self._heard(name, args, scope):
             result = listener.call(args)
             if result is not None and inspect.isawaitable(result):
                 result = await result
@@ -315,10 +319,7 @@ class EventBus:
         return None
 
     async def parallel(self, name: str, args: tuple[Any, ...], scope: object) -> None:
-        ev = self._by_name.get(name) or self.event(name)
-        if len(args) != ev.arity:
-            raise ev.arity_error(args)
-        chosen = ev.plan(scope).listeners
+        chosen = self._heard(name, args, scope)
         if not chosen:
             return
         errors: list[Exception] = []
