@@ -158,7 +158,8 @@ class Context:
         spec = plugin_spec(plugin, name) if name is not None else rt.spec_of(plugin)
         if spec.hookspecs is not None:
             rt.events.add_hookspecs(spec.hookspecs)
-        fiber = Fiber(rt, parent, spec, config, scope=self.scope, entry=entry)
+        fiber = Fiber(rt, parent, spec, config, entry=entry)
+        fiber.ctx = Context._derive(rt, fiber, self.scope)
         if name is None:
             fiber.spec_key = id(plugin)
         fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")

@@ -55,11 +55,8 @@ class Fiber:
         spec: PluginSpec | None,
         raw_config: Any,
         *,
-        scope: object = None,
         entry: EntryInfo | None = None,
     ) -> None:
-        from ._context import Context
-
         self.runtime = runtime
         self.parent = parent
         self.spec = spec
@@ -78,7 +75,8 @@ class Fiber:
         self.instance: Any = None
         self.provides: list[str] = []
         self._logger: logging.Logger | None = None
-        self.ctx: Context = Context._derive(runtime, self, scope)
+        #: This fiber's context (its maker sets it: the context module imports this one).
+        self.ctx: Context
         self._raw = raw_config
         self._effects: dict[Disposer, None] = {}
         self._inflight: set[Disposer] = set()
