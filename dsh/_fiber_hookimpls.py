@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["register_hookimpls"]
 
 #: A plugin class's ``@hookimpl`` methods as pluggy saw them: (method name, hook name,
-#: argument names, where it goes); and the hookspec namespace of each hook it checked.
-ClassImpls = tuple[tuple[str, str, tuple[str, ...], str], ...]
+#: the argument names it picks, None when it takes them all positionally, where it
+#: goes); and the hookspec namespace of each hook it checked.
+ClassImpls = tuple[tuple[str, str, tuple[str, ...] | None, str], ...]
 SpecsSeen = dict[str, object]
 
 #: Per plugin class (weakly: a class made at run time is not kept alive by this).
@@ -95,7 +96,7 @@ def _validate_hookimpls(fiber: Fiber, instance: object, name: str) -> tuple[Clas
         raise InvalidPluginError(f'invalid @hookimpl on plugin "{fiber.name}": {exc}') from exc
     try:
         methods = [(attr, getattr(instance, attr)) for attr in hookimpl_names(type(instance))]
-        impls: list[tuple[str, str, tuple[str, ...], str]] = []
+        impls: list[tuple[str, str, tuple[str, ...] | None, str]] = []
         specs: SpecsSeen = {}
         for caller in pm.get_hookcallers(instance) or ():
             for impl in caller.get_hookimpls():
@@ -112,7 +113,7 @@ def _validate_hookimpls(fiber: Fiber, instance: object, name: str) -> tuple[Clas
                     if impl.opts.get("trylast")
                     else "normal"
                 )
-                impls.append((attr, caller.name, tuple(impl.argnames), where))
+                impls.append((attr, caller.name, _picks(impl, caller.spec.argnames), where))
     finally:
         pm.unregister(instance)
     return tuple(impls), specs
@@ -130,5 +131,17 @@ def _bind(runtime: Runtime, impls: ClassImpls, specs: SpecsSeen) -> HookimplTabl
             return None
         event = runtime.events.event(hook_name)
         names = (*event.argnames, "call_next") if event.waterfall else event.argnames
-        table.append((attr, event, tuple((n, names.index(n)) for n in argnames), where))
+        picks = None if argnames is None else tuple((n, names.index(n)) for n in argnames)
+        table.append((attr, event, picks, where))
     return tuple(table)
+
+
+def _picks(impl: pluggy.HookImpl, spec_names: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The names ``impl`` takes its arguments by, or None when it takes every one of the
+    spec's in order and can be called positionally (as the faster ``ctx.on`` listeners
+    are). A wrapper (``__wrapped__``) is always called by name: pluggy read the names
+    of the function it wraps, not the wrapper's own parameters."""
+    names = tuple(impl.argnames)
+    if names == spec_names and not hasattr(impl.function, "__wrapped__"):
+        return None
+    return names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -213,3 +214,41 @@ async def test_a_hookimpl_taking_a_subset_is_named_when_it_returns_an_awaitable(
             root.emit("text/pick", "a", "b")
         with pytest.raises(TypeError, match=r"Picky\.text_pick.*returned an awaitable"):
             root.bail("text/pick", "a", "b")
+
+
+def by_name_only(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A decorator whose wrapper takes keyword arguments only."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, **kwargs: Any) -> Any:
+        return method(self, **kwargs)
+
+    return wrapper
+
+
+class TakesAll(dsh.Plugin):
+    """Hookimpls taking every argument of the spec: one plain, one through a wrapper."""
+
+    @dsh.hookimpl
+    def text_pick(self, first: str, second: str) -> Any:
+        self.config.append(("plain", first, second))
+        return None
+
+    @dsh.hookimpl(specname="text_pick")
+    @by_name_only
+    def wrapped(self, first: str, second: str) -> Any:
+        self.config.append(("wrapped", first, second))
+        return None
+
+
+async def test_hookimpls_taking_every_argument_are_called_positionally_unless_wrapped() -> None:
+    seen: list[tuple[str, str, str]] = []
+    async with Context() as root:
+        root.events.add_hookspecs(PickSpecs)
+        await root.plugin(TakesAll, seen)
+        listeners = root.events.event("text/pick").listeners()
+        impls = {listener.fn.__name__: listener for listener in listeners}
+        assert impls["text_pick"].picks is None
+        assert impls["wrapped"].picks == (("first", 0), ("second", 1))
+        root.emit("text/pick", "a", "b")
+        assert sorted(seen) == [("plain", "a", "b"), ("wrapped", "a", "b")]
