@@ -62,9 +62,10 @@ class ReloadRefusedError(DeploymentError):
     code = "RELOAD_REFUSED"
 
 
-class _Conflict(DshError):
+class _Conflict(Exception):
     """Two owners claimed one thing: ``holder`` got it, ``claimant`` asked for it too
-    (either may be None when unknown)."""
+    (either may be None when unknown). A mixin of the conflict errors, not an error of
+    its own (so it has no code)."""
 
     def __init__(self, message: str, *, holder: Any, claimant: Any) -> None:
         super().__init__(message)
@@ -72,7 +73,7 @@ class _Conflict(DshError):
         self.claimant = claimant
 
 
-class DuplicateNameError(_Conflict, ValueError):
+class DuplicateNameError(_Conflict, DshError, ValueError):
     """Two plugins claimed one name (a tool, a prompt section, a model, ...).
 
     ``holder`` is the fiber that registered it, ``claimant`` the one that asked for it
@@ -115,7 +116,7 @@ class ServiceNotFoundError(DshError, AttributeError):
     code = "SERVICE_MISSING"
 
 
-class ServiceConflictError(_Conflict, RuntimeError):
+class ServiceConflictError(_Conflict, DshError, RuntimeError):
     """A second provider tried to provide a service key that is taken.
 
     ``key`` is the service key, ``holder`` the fiber that provides it, ``claimant`` the
