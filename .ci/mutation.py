@@ -38,6 +38,8 @@ TARGETS: dict[str, list[str]] = {
     "dsh/_disposer.py": ["tests/core"],
     "dsh/_events.py": ["tests/core"],
     "dsh/_fiber.py": ["tests/core"],
+    "dsh/_fiber_hookimpls.py": ["tests/core"],
+    "dsh/_fiber_unwind.py": ["tests/core"],
     "dsh/_inflight.py": ["tests/core"],
     "dsh/_plugin.py": ["tests/core"],
     "dsh/_resolve.py": ["tests/core"],

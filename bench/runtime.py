@@ -1,7 +1,9 @@
 """Runtime benchmark: mount/dispose and event dispatch, beside cordis-python and pluggy.
 
 Run: ``.venv/bin/python -m bench.runtime`` (asyncio backend; ``--quick`` for a smoke run,
-``--profile`` to also print cProfile call counts of one dsh mount/dispose at N=1000).
+``--profile`` to also print cProfile call counts of one dsh mount/dispose at N=1000,
+``--cpu`` to time the dispatch tables in thread CPU time, which a loaded machine's
+preemption does not inflate: its wall clock favours the shorter loops).
 
 The peer cordis-python (the Python port of cordis) is not on PyPI; install it from its
 repository into the venv first, or its rows are skipped with a message::
@@ -39,6 +41,7 @@ import importlib
 import io
 import pstats
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -282,7 +285,9 @@ def _cordis_dispatch(
     return scope, bail, waterfall
 
 
-async def bench_dispatch(sizes: list[int], ops: int, rounds: int) -> tuple[list[Row], list[Row]]:
+async def bench_dispatch(
+    sizes: list[int], ops: int, rounds: int, clock: Callable[[], float] = time.perf_counter
+) -> tuple[list[Row], list[Row]]:
     emit_names = ["floor", "pluggy", "dsh emit"]
     fall_names = ["floor (middleware chain)", "dsh waterfall"]
     if cordis is not None:
@@ -335,8 +340,8 @@ async def bench_dispatch(sizes: list[int], ops: int, rounds: int) -> tuple[list[
                 scope, cordis_bail, cordis_fall = _cordis_dispatch(n, ops)
                 sync_fns["cordis-python bail"] = cordis_bail
                 async_fns["cordis-python waterfall"] = cordis_fall
-            sync = measure(sync_fns, ops, rounds)
-            fall = await measure_async(async_fns, ops, rounds)
+            sync = measure(sync_fns, ops, rounds, clock)
+            fall = await measure_async(async_fns, ops, rounds, clock)
             if scope is not None:
                 await scope.dispose()
         for name, value in sync.items():
@@ -363,7 +368,7 @@ async def profile_mount(n: int) -> None:
         print(f"dsh {label} plugins, N={n}: {calls} Python calls ({calls / n:.1f} per plugin)")
 
 
-async def main(quick: bool, profile: bool) -> None:
+async def main(quick: bool, profile: bool, cpu: bool) -> None:
     sizes = [10, 100, 1000]
     listeners = [0, 1, 10, 100]
     rounds = 3 if quick else 15
@@ -395,15 +400,17 @@ async def main(quick: bool, profile: bool) -> None:
         "dsh per function plugin (linearity): "
         + ", ".join(f"{c}: {v * 1e6:.1f} us" for c, v in per_plugin.items())
     )
-    emit_rows, fall_rows = await bench_dispatch(listeners, ops, rounds)
+    clock = time.thread_time if cpu else time.perf_counter
+    emit_rows, fall_rows = await bench_dispatch(listeners, ops, rounds, clock)
     columns = [f"L={n}" for n in listeners]
-    print_table("emit to L listeners", columns, emit_rows, "floor", "us")
+    timed = " (thread CPU time)" if cpu else ""
+    print_table(f"emit to L listeners{timed}", columns, emit_rows, "floor", "us")
     floor = "floor (middleware chain)"
-    print_table("waterfall through L listeners", columns, fall_rows, floor, "us")
+    print_table(f"waterfall through L listeners{timed}", columns, fall_rows, floor, "us")
     if profile:
         print()
         await profile_mount(1000)
 
 
 if __name__ == "__main__":
-    anyio.run(main, "--quick" in sys.argv, "--profile" in sys.argv)
+    anyio.run(main, "--quick" in sys.argv, "--profile" in sys.argv, "--cpu" in sys.argv)

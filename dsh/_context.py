@@ -13,6 +13,7 @@ from ._disposer import Disposer, EffectBody, native_cancels
 from ._errors import ConfigError, DshError, ServiceNotFoundError
 from ._events import ALL_SCOPES, EventBus, Listener
 from ._fiber import Fiber, FiberState
+from ._fiber_unwind import teardown
 from ._plugin import Service, plugin_spec
 from ._runtime import Runtime
 
@@ -51,7 +52,7 @@ class Context:
         root.dispose = Disposer(root, "root")
         root.dispose._phase = 1
         root.dispose.bounded = False
-        root.dispose._undo.append(functools.partial(_reset_root, root))
+        root.dispose._undo.append(functools.partial(teardown, root, reset=True))
 
     @classmethod
     def _derive(cls, rt: Runtime, fiber: Fiber, scope: object) -> Context:
@@ -86,7 +87,7 @@ class Context:
         cancels = native_cancels()
         with anyio.CancelScope(shield=True):
             root._disposed = True
-            rest = root._teardown()
+            rest = teardown(root)
             if rest is not None:
                 await rest
             await rt.settle()
@@ -157,7 +158,8 @@ class Context:
         spec = plugin_spec(plugin, name) if name is not None else rt.spec_of(plugin)
         if spec.hookspecs is not None:
             rt.events.add_hookspecs(spec.hookspecs)
-        fiber = Fiber(rt, parent, spec, config, scope=self.scope, entry=entry)
+        fiber = Fiber(rt, parent, spec, config, entry=entry)
+        fiber.ctx = Context._derive(rt, fiber, self.scope)
         if name is None:
             fiber.spec_key = id(plugin)
         fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")
@@ -301,23 +303,3 @@ class Context:
     ) -> Any:
         """Run listeners as a chain: each gets ``(*args, call_next)``."""
         return await self._rt.events.waterfall(name, args, inner, scope)
-
-
-def _reset_root(root: Fiber) -> Awaitable[None] | None:
-    """Undo the root's effects (the root stays active): the synchronous parts now."""
-    began, rest = root._begin_unwinds()
-    if rest is None:
-        _log_root_errors(root, began)
-        return None
-
-    async def reset() -> None:
-        await rest
-        _log_root_errors(root, began)
-
-    return reset()
-
-
-def _log_root_errors(root: Fiber, began: list[Disposer]) -> None:
-    for d in began:
-        for exc in d._errors:
-            root.logger.error("error while disposing the root's effects", exc_info=exc)

@@ -388,9 +388,11 @@ class _Unwind:
     async def _wait(self) -> None:
         self._awaited = True
         d = self._disposer
-        await d._wait_done()
-        # The wait is shielded: a cancellation that came meanwhile is delivered now.
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        if d._phase != _DONE:
+            await d._wait_done()
+            # The wait is shielded: a cancellation that came meanwhile is delivered now
+            # (an unwind that finished synchronously waited for nothing: none came).
+            await anyio.lowlevel.checkpoint_if_cancelled()
         if self._owner and d._errors:
             raise BaseExceptionGroup(f"disposing effect {d.label!r} failed", list(d._errors))
 

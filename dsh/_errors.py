@@ -62,7 +62,18 @@ class ReloadRefusedError(DeploymentError):
     code = "RELOAD_REFUSED"
 
 
-class DuplicateNameError(DshError, ValueError):
+class _Conflict(Exception):
+    """Two owners claimed one thing: ``holder`` got it, ``claimant`` asked for it too
+    (either may be None when unknown). A mixin of the conflict errors, not an error of
+    its own (so it has no code)."""
+
+    def __init__(self, message: str, *, holder: Any, claimant: Any) -> None:
+        super().__init__(message)
+        self.holder = holder
+        self.claimant = claimant
+
+
+class DuplicateNameError(_Conflict, DshError, ValueError):
     """Two plugins claimed one name (a tool, a prompt section, a model, ...).
 
     ``holder`` is the fiber that registered it, ``claimant`` the one that asked for it
@@ -76,11 +87,9 @@ class DuplicateNameError(DshError, ValueError):
     def __init__(
         self, message: str, *, kind: str, name: str, holder: Any = None, claimant: Any = None
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, holder=holder, claimant=claimant)
         self.kind = kind
         self.name = name
-        self.holder = holder
-        self.claimant = claimant
 
 
 class InactiveContextError(DshError, RuntimeError):
@@ -107,7 +116,7 @@ class ServiceNotFoundError(DshError, AttributeError):
     code = "SERVICE_MISSING"
 
 
-class ServiceConflictError(DshError, RuntimeError):
+class ServiceConflictError(_Conflict, DshError, RuntimeError):
     """A second provider tried to provide a service key that is taken.
 
     ``key`` is the service key, ``holder`` the fiber that provides it, ``claimant`` the
@@ -120,10 +129,8 @@ class ServiceConflictError(DshError, RuntimeError):
     def __init__(
         self, message: str, *, key: str = "", holder: Any = None, claimant: Any = None
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, holder=holder, claimant=claimant)
         self.key = key
-        self.holder = holder
-        self.claimant = claimant
 
 
 class UnknownEventError(DshError, LookupError):

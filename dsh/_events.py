@@ -7,6 +7,7 @@ no scopes, no async and no waterfall (see ``docs/rfc/0002``).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Coroutine, Iterable
 from types import CoroutineType, ModuleType
@@ -17,7 +18,7 @@ import pluggy
 
 from ._errors import EventUsageError, UnknownEventError
 
-__all__ = ["ALL_SCOPES", "EventBus", "Listener", "hookimpl", "hookspec"]
+__all__ = ["ALL_SCOPES", "EventBus", "Listener", "Plan", "hookimpl", "hookspec"]
 
 #: Marks a hookspec method: the declaration of an event.
 hookspec = pluggy.HookspecMarker("dsh")
@@ -61,7 +62,40 @@ class Listener:
         picks = self.picks
         if picks is None:
             return self.fn(*args)
-        return self.fn(**{name: args[i] for name, i in picks})
+        return _call_picked(self.fn, picks, *args)
+
+    def positional(self) -> Callable[..., Any]:
+        """A callable taking the event's arguments positionally (the function itself
+        unless it picks a subset by name)."""
+        if self.picks is None:
+            return self.fn
+        return functools.partial(_call_picked, self.fn, self.picks)
+
+
+def _call_picked(fn: Callable[..., Any], picks: tuple[tuple[str, int], ...], *args: Any) -> Any:
+    return fn(**{name: args[i] for name, i in picks})
+
+
+class Plan:
+    """One snapshot of the listeners a dispatch reaches, in dispatch order.
+
+    ``calls`` is what the synchronous modes loop over: a callable per listener taking
+    the arguments positionally, made once per snapshot (None when a listener is async:
+    those modes then refuse it, see :func:`_sync_calls`).
+    """
+
+    __slots__ = ("calls", "listeners")
+
+    def __init__(self, listeners: tuple[Listener, ...]) -> None:
+        self.listeners = listeners
+        self.calls: tuple[Callable[..., Any], ...] | None = (
+            None
+            if any(listener.is_async for listener in listeners)
+            else tuple(listener.positional() for listener in listeners)
+        )
+
+
+_EMPTY = Plan(())
 
 
 #: Order keys: prepended listeners count down from -1, the others up from 1, and the
@@ -74,8 +108,8 @@ class Event:
 
     Every listener gets an order key when it is added; the snapshots a dispatch reads
     (all listeners, the global ones, and per scope the global ones merged with that
-    scope's) are tuples rebuilt only after a change. A scoped dispatch looks its scope
-    up by identity, so it costs the same however many other scopes have listeners.
+    scope's) are plans (:class:`Plan`) rebuilt only after a change. A scoped dispatch
+    looks its scope up by identity, so it costs the same however many other scopes have listeners.
     """
 
     __slots__ = (
@@ -106,19 +140,16 @@ class Event:
         self._globals: dict[Listener, None] = {}
         self._scoped: dict[int, dict[Listener, None]] = {}
         # Snapshots (None: rebuild on the next read).
-        self._all: tuple[Listener, ...] | None = ()
-        self._global: tuple[Listener, ...] | None = ()
-        self._heard: dict[int, tuple[Listener, ...]] = {}
+        self._all: Plan | None = _EMPTY
+        self._global: Plan | None = _EMPTY
+        self._heard: dict[int, Plan] = {}
 
-    def _sorted(self, listeners: Iterable[Listener]) -> tuple[Listener, ...]:
-        return tuple(sorted(listeners, key=self._keys.__getitem__))
+    def _plan(self, listeners: Iterable[Listener]) -> Plan:
+        return Plan(tuple(sorted(listeners, key=self._keys.__getitem__)))
 
     def listeners(self) -> tuple[Listener, ...]:
         """Every listener, in dispatch order (what an unfiltered dispatch reaches)."""
-        snap = self._all
-        if snap is None:
-            snap = self._all = self._sorted(self._keys)
-        return snap
+        return self.plan(ALL_SCOPES).listeners
 
     def heard(self, scope: object) -> tuple[Listener, ...]:
         """The listeners a dispatch with ``scope=`` reaches, in dispatch order.
@@ -126,18 +157,25 @@ class Event:
         ``ALL_SCOPES``: every listener; ``None``: the global ones; a scope key: the
         global ones and those registered through a context carrying that key.
         """
+        return self.plan(scope).listeners
+
+    def plan(self, scope: object) -> Plan:
+        """The snapshot of :meth:`heard`'s listeners, with their synchronous calls."""
         if scope is ALL_SCOPES:
-            return self.listeners()
+            plan = self._all
+            if plan is None:
+                plan = self._all = self._plan(self._keys)
+            return plan
         own = None if scope is None else self._scoped.get(id(scope))
         if own is None:
-            snap = self._global
-            if snap is None:
-                snap = self._global = self._sorted(self._globals)
-            return snap
-        heard = self._heard.get(id(scope))
-        if heard is None:
-            heard = self._heard[id(scope)] = self._sorted((*self._globals, *own))
-        return heard
+            plan = self._global
+            if plan is None:
+                plan = self._global = self._plan(self._globals)
+            return plan
+        plan = self._heard.get(id(scope))
+        if plan is None:
+            plan = self._heard[id(scope)] = self._plan((*self._globals, *own))
+        return plan
 
     def add(self, listener: Listener, where: str) -> None:
         """Add ``listener``: ``"first"`` before every other, ``"last"`` after every
@@ -177,12 +215,12 @@ class Event:
         else:
             self._heard.pop(id(scope), None)
 
-    def check_args(self, args: tuple[Any, ...]) -> None:
-        if len(args) != self.arity:
-            raise EventUsageError(
-                f'event "{self.name}" takes {len(self.argnames)} argument(s) '
-                f"({', '.join(self.argnames) or 'none'}), got {len(args)}"
-            )
+    def arity_error(self, args: tuple[Any, ...]) -> EventUsageError:
+        """The error for dispatching with ``args``, not :attr:`arity` arguments."""
+        return EventUsageError(
+            f'event "{self.name}" takes {len(self.argnames)} argument(s) '
+            f"({', '.join(self.argnames) or 'none'}), got {len(args)}"
+        )
 
 
 class EventBus:
@@ -225,34 +263,54 @@ class EventBus:
     def emit(self, name: str, args: tuple[Any, ...], scope: object) -> None:
         ev = self._by_name.get(name) or self.event(name)
         if len(args) != ev.arity:
-            ev.check_args(args)
-        heard = ev.heard(scope)
-        if not heard:
-            return
-        errors: list[Exception] = []
-        for listener in heard:
+            raise ev.arity_error(args)
+        plan = ev._all if scope is ALL_SCOPES else None
+        if plan is None:
+            plan = ev.plan(scope)
+        calls = plan.calls
+        if calls is None:
+            calls = _sync_calls(plan, name, "emit")
+        errors: list[Exception] | None = None
+        for call in calls:
             try:
-                _call_sync(listener, args, name, "emit")
+                result = call(*args)
+                if result is not None and inspect.isawaitable(result):
+                    raise _returned_awaitable(plan, calls.index(call), result, name, "emit")
             except Exception as exc:
-                errors.append(exc)
-        if errors:
+                if errors is None:
+                    errors = [exc]
+                else:
+                    errors.append(exc)
+        if errors is not None:
             if len(errors) == 1:
                 raise errors[0]
             raise ExceptionGroup(f'{len(errors)} listeners of "{name}" failed', errors)
 
     def bail(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
         ev = self._by_name.get(name) or self.event(name)
-        ev.check_args(args)
-        for listener in ev.heard(scope):
-            result = _call_sync(listener, args, name, "bail")
+        if len(args) != ev.arity:
+            raise ev.arity_error(args)
+        plan = ev.plan(scope)
+        calls = plan.calls
+        if calls is None:
+            calls = _sync_calls(plan, name, "bail")
+        for call in calls:
+            result = call(*args)
             if result is not None:
+                if inspect.isawaitable(result):
+                    raise _returned_awaitable(plan, calls.index(call), result, name, "bail")
                 return result
         return None
 
-    async def serial(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
+    def _heard(self, name: str, args: tuple[Any, ...], scope: object) -> tuple[Listener, ...]:
+        """What an asynchronous dispatch of ``name`` with ``args`` reaches."""
         ev = self._by_name.get(name) or self.event(name)
-        ev.check_args(args)
-        for listener in ev.heard(scope):
+        if len(args) != ev.arity:
+            raise ev.arity_error(args)
+        return ev.plan(scope).listeners
+
+    async def serial(self, name: str, args: tuple[Any, ...], scope: object) -> Any:
+        for listener in self._heard(name, args, scope):
             result = listener.call(args)
             if result is not None and inspect.isawaitable(result):
                 result = await result
@@ -261,9 +319,7 @@ class EventBus:
         return None
 
     async def parallel(self, name: str, args: tuple[Any, ...], scope: object) -> None:
-        ev = self._by_name.get(name) or self.event(name)
-        ev.check_args(args)
-        chosen = ev.heard(scope)
+        chosen = self._heard(name, args, scope)
         if not chosen:
             return
         errors: list[Exception] = []
@@ -297,8 +353,8 @@ class EventBus:
                 "call_next parameter"
             )
         if len(args) != ev.arity:
-            ev.check_args(args)
-        chain = ev.heard(scope)
+            raise ev.arity_error(args)
+        chain = ev.plan(scope).listeners
         if not chain:
             # No listener: the value is inner()'s, with no chain built around it.
             if inner is None:
@@ -310,26 +366,40 @@ class EventBus:
         return await _Chain(name, args, chain, inner).run(0)
 
 
-def _call_sync(listener: Listener, args: tuple[Any, ...], name: str, mode: str) -> Any:
-    if listener.is_async:
-        raise EventUsageError(
-            f'async listener {_describe(listener.fn)} of event "{name}" cannot run in '
-            f"{mode}(), which is synchronous; dispatch with serial() or parallel()"
-        )
-    result = listener.call(args)
-    if result is not None and inspect.isawaitable(result):
-        close = getattr(result, "close", None)
-        if close is not None:
-            close()
-        raise EventUsageError(
-            f'listener {_describe(listener.fn)} of event "{name}" returned an awaitable '
-            f"in {mode}(), which is synchronous; dispatch with serial() or parallel()"
-        )
-    return result
+def _sync_calls(plan: Plan, name: str, mode: str) -> tuple[Callable[..., Any], ...]:
+    """``plan``'s calls for a synchronous mode when some listener is async: each async
+    one raises, in its turn, the error naming it."""
+    return tuple(
+        functools.partial(_refuse_async, listener.fn, name, mode)
+        if listener.is_async
+        else listener.positional()
+        for listener in plan.listeners
+    )
+
+
+def _refuse_async(fn: Callable[..., Any], name: str, mode: str, *args: Any) -> None:
+    raise EventUsageError(
+        f'async listener {_describe(fn)} of event "{name}" cannot run in '
+        f"{mode}(), which is synchronous; dispatch with serial() or parallel()"
+    )
+
+
+def _returned_awaitable(
+    plan: Plan, index: int, result: object, name: str, mode: str
+) -> EventUsageError:
+    """The error for listener ``index`` of ``plan`` returning ``result``, an awaitable,
+    in a synchronous mode (a coroutine is closed first: it will never run)."""
+    close = getattr(result, "close", None)
+    if close is not None:
+        close()
+    return EventUsageError(
+        f'listener {_describe(plan.listeners[index].fn)} of event "{name}" returned an '
+        f"awaitable in {mode}(), which is synchronous; dispatch with serial() or parallel()"
+    )
 
 
 class _Chain:
-    """One waterfall dispatch: listener ``i`` receives a :class:`_Next` for ``i + 1``.
+    """One waterfall dispatch: listener ``i`` receives a ``call_next`` running ``i + 1``.
 
     ``values[i]`` is what ``run(i)`` returned, so a listener's ``None`` can be told
     apart from a chain below it that legitimately produced ``None``.
@@ -362,44 +432,33 @@ class _Chain:
             self.values[i] = result
             return result
         listener = listeners[i]
-        nxt = _Next(self, i + 1)
+        called = False
+
+        def call_next() -> Coroutine[Any, Any, Any]:
+            """The rest of the chain (await it); call it at most once."""
+            nonlocal called
+            if called:
+                raise EventUsageError(
+                    f"waterfall listener {_describe(listener.fn)} of event "
+                    f'"{self.name}" called call_next() twice'
+                )
+            called = True
+            return self.run(i + 1)
+
         if listener.picks is None:
-            result = listener.fn(*self.args, nxt)
+            result = listener.fn(*self.args, call_next)
         else:
-            result = listener.call((*self.args, nxt))
-        if result is not None and _awaitable(result):
+            result = listener.call((*self.args, call_next))
+        # A coroutine (an async listener) by far most often: skip the generic check.
+        if result is not None and (type(result) is CoroutineType or inspect.isawaitable(result)):
             result = await result
-        if result is None and (not nxt.called or self.values[i + 1] is not None):
+        if result is None and (not called or self.values[i + 1] is not None):
             raise EventUsageError(
                 f'waterfall listener {_describe(listener.fn)} of event "{self.name}" '
                 "returned None; return the (possibly replaced) value or await call_next()"
             )
         self.values[i] = result
         return result
-
-
-class _Next:
-    """The ``call_next`` given to one waterfall listener; call it at most once.
-
-    Calling it returns the coroutine of the rest of the chain (await it).
-    """
-
-    __slots__ = ("called", "chain", "index")
-
-    def __init__(self, chain: _Chain, index: int) -> None:
-        self.chain = chain
-        self.index = index
-        self.called = False
-
-    def __call__(self) -> Coroutine[Any, Any, Any]:
-        if self.called:
-            listener = self.chain.listeners[self.index - 1]
-            raise EventUsageError(
-                f"waterfall listener {_describe(listener.fn)} of event "
-                f'"{self.chain.name}" called call_next() twice'
-            )
-        self.called = True
-        return self.chain.run(self.index)
 
 
 def _awaitable(value: object) -> bool:

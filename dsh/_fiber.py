@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import enum
 import functools
-import weakref
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import pluggy
 
-from ._disposer import _UNWINDING, Disposer
-from ._errors import DshError, InactiveContextError, InvalidPluginError
-from ._events import Listener
-from ._plugin import hookimpl_names
-from ._runtime import HookimplTable, wait_settled
+from ._disposer import Disposer
+from ._errors import DshError, InactiveContextError
+from ._fiber_hookimpls import register_hookimpls
+from ._fiber_unwind import teardown, then
+from ._runtime import wait_settled
 
 if TYPE_CHECKING:
     import logging
@@ -57,11 +55,8 @@ class Fiber:
         spec: PluginSpec | None,
         raw_config: Any,
         *,
-        scope: object = None,
         entry: EntryInfo | None = None,
     ) -> None:
-        from ._context import Context
-
         self.runtime = runtime
         self.parent = parent
         self.spec = spec
@@ -80,7 +75,8 @@ class Fiber:
         self.instance: Any = None
         self.provides: list[str] = []
         self._logger: logging.Logger | None = None
-        self.ctx: Context = Context._derive(runtime, self, scope)
+        #: This fiber's context (its maker sets it: the context module imports this one).
+        self.ctx: Context
         self._raw = raw_config
         self._effects: dict[Disposer, None] = {}
         self._inflight: set[Disposer] = set()
@@ -171,110 +167,9 @@ class Fiber:
         self._effects[d] = None
         return d
 
-    def _begin_unwinds(self) -> tuple[list[Disposer], Awaitable[None] | None]:
-        """Undo every top-level effect: the synchronous parts now, in reverse order.
-
-        Returns the effects whose unwinds this call started and, when some of them (or
-        unwinds already in flight) go on asynchronously, the awaitable finishing them.
-        """
-        began: list[Disposer] = []
-        pending: list[Disposer] = []
-        for d in reversed(list(self._effects)):
-            # A sibling's synchronous disposer may already have started this one.
-            if d._phase < _UNWINDING:
-                began.append(d)
-                if d._begin():
-                    pending.append(d)
-        # The root's own dispose is the unwind running this call: never wait for it.
-        waiting = [d for d in self._inflight if d is not self.dispose]
-        if not pending and not waiting:
-            return began, None
-        return began, _finish_unwinds(pending, waiting)
-
     def register_hookimpls(self, instance: object) -> None:
-        """Listen with ``instance``'s ``@hookimpl`` methods while this fiber is active.
-
-        pluggy validates a class's hookimpls once per runtime (see
-        :meth:`_hookimpl_table`); each instance then only adds its bound methods to
-        the events' listener lists and its name to the PluginManager's registry.
-        """
-        runtime = self.runtime
-        scope = self.ctx.scope
-        name = f"{self.name}#{self.uid}"
-
-        def body() -> Callable[[], None]:
-            table = runtime.hookimpls.get(type(instance))
-            if table is None:
-                table = self._hookimpl_table(instance, name)
-            added = [
-                (event, Listener(getattr(instance, attr), scope, picks), where)
-                for attr, event, picks, where in table
-            ]
-            for event, listener, where in added:
-                event.add(listener, where)
-            # Registered by name only: `pm.get_plugins()` lists the instance, while its
-            # methods are dsh's listeners (pluggy's register would walk dir() again).
-            registry = runtime.events.pm._name2plugin
-            registry[name] = instance
-
-            def undo() -> None:
-                for event, listener, _ in added:
-                    event.remove(listener)
-                registry.pop(name, None)  # None: someone ran pm.unregister() already
-
-            return undo
-
-        self.ctx.effect(body, label="hookimpls")
-
-    def _hookimpl_table(self, instance: object, name: str) -> HookimplTable:
-        """What ``instance``'s class listens with in this runtime, validated by pluggy.
-
-        pluggy checks a class's hookimpls once (register, read, unregister); the
-        verdict is kept per class with the hookspecs it was checked against, so
-        another runtime declaring the events with the same hookspecs reuses it.
-        """
-        cls = type(instance)
-        runtime = self.runtime
-        known = _VALIDATED.get(cls)
-        table = None if known is None else _bind(runtime, *known)
-        if table is None:
-            impls, specs = self._validate_hookimpls(instance, name)
-            _VALIDATED[cls] = (impls, specs)
-            table = _bind(runtime, impls, specs)
-            assert table is not None  # just validated against these very specs
-        runtime.hookimpls[cls] = table
-        return table
-
-    def _validate_hookimpls(self, instance: object, name: str) -> tuple[ClassImpls, SpecsSeen]:
-        events = self.runtime.events
-        pm = events.pm
-        try:
-            pm.register(instance, name=name)
-        except pluggy.PluginValidationError as exc:
-            raise InvalidPluginError(f'invalid @hookimpl on plugin "{self.name}": {exc}') from exc
-        try:
-            methods = [(attr, getattr(instance, attr)) for attr in hookimpl_names(type(instance))]
-            impls: list[tuple[str, str, tuple[str, ...], str]] = []
-            specs: SpecsSeen = {}
-            for caller in pm.get_hookcallers(instance) or ():
-                for impl in caller.get_hookimpls():
-                    if impl.plugin is not instance:
-                        continue
-                    events.event(caller.name)  # an undeclared event fails the plugin
-                    assert caller.spec is not None  # declared: it has a spec
-                    specs[caller.name] = caller.spec.namespace
-                    attr = next(a for a, method in methods if method == impl.function)
-                    where = (
-                        "first"
-                        if impl.opts.get("tryfirst")
-                        else "last"
-                        if impl.opts.get("trylast")
-                        else "normal"
-                    )
-                    impls.append((attr, caller.name, tuple(impl.argnames), where))
-        finally:
-            pm.unregister(instance)
-        return tuple(impls), specs
+        """Listen with ``instance``'s ``@hookimpl`` methods while this fiber is active."""
+        register_hookimpls(self, instance)
 
     # -- transitions --------------------------------------------------------------------
 
@@ -434,11 +329,11 @@ class Fiber:
         log = self.logger.debug if reported else self.logger.error
         log("plugin %r failed to start", self.name, exc_info=exc)
         self._set_state(FiberState.UNLOADING)
-        rest = self._teardown()
+        rest = teardown(self)
         if rest is None:
             self._failed_end()
             return True
-        return _then(rest, self._failed_end)
+        return then(rest, self._failed_end)
 
     def _failed_end(self) -> None:
         self._loaded = None
@@ -453,17 +348,17 @@ class Fiber:
                 moving = self.runtime.notify(key)
                 if moving:
                     return self._unload_async(i, moving)
-        rest = self._teardown()
+        rest = teardown(self)
         if rest is None:
             self._unloaded()
             return True
-        return _then(rest, self._unloaded)
+        return then(rest, self._unloaded)
 
     async def _unload_async(self, index: int, moving: list[Fiber]) -> None:
         await wait_settled(moving)
         for key in self.provides[index + 1 :]:
             await wait_settled(self.runtime.notify(key))
-        rest = self._teardown()
+        rest = teardown(self)
         if rest is not None:
             await rest
         self._unloaded()
@@ -473,24 +368,6 @@ class Fiber:
         self._set_state(FiberState.DISPOSED if self._disposed else FiberState.PENDING)
         if self._disposed:
             self._forget()
-
-    def _teardown(self) -> Awaitable[None] | None:
-        """Undo every effect, logging the errors; an awaitable when some undo goes on
-        asynchronously."""
-        began, rest = self._begin_unwinds()
-        if rest is None:
-            self._log_undo_errors(began)
-            return None
-        return self._finish_teardown(began, rest)
-
-    async def _finish_teardown(self, began: list[Disposer], rest: Awaitable[None]) -> None:
-        await rest
-        self._log_undo_errors(began)
-
-    def _log_undo_errors(self, began: list[Disposer]) -> None:
-        for d in began:
-            for exc in d._errors:
-                self.logger.error('plugin "%s": error while disposing it', self.name, exc_info=exc)
 
     def _forget(self) -> None:
         assert self.spec is not None  # only plugin fibers are disposed this way
@@ -547,48 +424,3 @@ class Fiber:
             self._validate(config)
         self._raw = config
         return await self.restart()
-
-
-async def _finish_unwinds(pending: list[Disposer], waiting: list[Disposer]) -> None:
-    """The asynchronous parts of a fiber's unwinds, concurrently and shielded."""
-    with anyio.CancelScope(shield=True):
-        if len(pending) == 1 and not waiting:
-            await pending[0]._finish_inline()
-        else:
-            async with anyio.create_task_group() as tg:
-                for d in pending:
-                    tg.start_soon(d._finish_inline)
-                for d in waiting:
-                    tg.start_soon(d._wait_done)
-
-
-async def _then(rest: Awaitable[None], after: Callable[[], None]) -> None:
-    await rest
-    after()
-
-
-#: A plugin class's ``@hookimpl`` methods as pluggy saw them: (method name, hook name,
-#: argument names, where it goes); and the hookspec namespace of each hook it checked.
-ClassImpls = tuple[tuple[str, str, tuple[str, ...], str], ...]
-SpecsSeen = dict[str, object]
-
-#: Per plugin class (weakly: a class made at run time is not kept alive by this).
-_VALIDATED: weakref.WeakKeyDictionary[type, tuple[ClassImpls, SpecsSeen]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _bind(runtime: Runtime, impls: ClassImpls, specs: SpecsSeen) -> HookimplTable | None:
-    """The class's listeners for ``runtime``'s events, or None when one of its hooks is
-    declared there by another hookspec than the one pluggy checked it against."""
-    hook = runtime.events.pm.hook
-    table = []
-    for attr, hook_name, argnames, where in impls:
-        caller = getattr(hook, hook_name, None)
-        spec = None if caller is None else caller.spec
-        if spec is None or spec.namespace is not specs[hook_name]:
-            return None
-        event = runtime.events.event(hook_name)
-        names = (*event.argnames, "call_next") if event.waterfall else event.argnames
-        table.append((attr, event, tuple((n, names.index(n)) for n in argnames), where))
-    return tuple(table)

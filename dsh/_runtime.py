@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["HookimplTable", "Runtime", "wait_settled"]
 
 #: What the ``@hookimpl`` methods of a plugin class listen with, validated once per
-#: runtime: (method name, event, the arguments it picks by name, where it goes).
-HookimplTable = tuple[tuple[str, Event, tuple[tuple[str, int], ...], str], ...]
+#: runtime: (method name, event, the arguments it picks by name or None to call it
+#: positionally, where it goes).
+HookimplTable = tuple[tuple[str, Event, tuple[tuple[str, int], ...] | None, str], ...]
 
 
 class _Provision:

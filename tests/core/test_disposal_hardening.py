@@ -296,3 +296,17 @@ async def test_a_native_cancel_during_the_roots_teardown_is_delivered_after_it()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert log == ["undone"]
+
+
+async def test_awaiting_an_unwind_that_finished_synchronously_is_no_checkpoint() -> None:
+    # Nothing was waited for, so no cancellation can have come meanwhile: the await
+    # returns as the synchronous unwind left it, even in a cancelled scope.
+    undone: list[str] = []
+    async with Context() as root:
+        d = root.effect(lambda: lambda: undone.append("undo"))
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await d()
+            undone.append("after")
+        assert undone == ["undo", "after"]
+        assert not scope.cancelled_caught

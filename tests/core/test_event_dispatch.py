@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -156,3 +157,98 @@ async def test_a_waterfall_whose_listeners_all_pass_on_and_no_inner_gives_none()
             return "inner"
 
         assert await root.waterfall("text/build", "t", inner=later) == "inner"
+
+
+async def test_bail_checks_the_argument_count() -> None:
+    async with Context() as root:
+        root.events.add_hookspecs(Specs)
+        root.on("tick", lambda n: n)
+        with pytest.raises(dsh.DshError, match=r'event "tick" takes 1 argument\(s\) \(n\), got 0'):
+            root.bail("tick")
+
+
+async def test_an_async_listener_in_emit_fails_in_its_turn_and_the_others_still_run() -> None:
+    heard: list[str] = []
+
+    async def sleeper(n: int) -> None:
+        pass
+
+    async with Context() as root:
+        root.events.add_hookspecs(Specs)
+        root.on("tick", tagged(heard, "a"))
+        root.on("tick", sleeper)
+        root.on("tick", tagged(heard, "b"))
+        with pytest.raises(TypeError, match=r"sleeper.*emit\(\)"):
+            root.emit("tick", 1)
+        assert heard == ["a", "b"]
+        with pytest.raises(TypeError, match=r"sleeper.*bail\(\)"):
+            root.bail("tick", 1)
+        assert heard == ["a", "b", "a"]
+
+
+class Picky(dsh.Plugin):
+    """A ``@hookimpl`` taking a subset of the spec's arguments by name."""
+
+    @dsh.hookimpl
+    def text_pick(self, second: str) -> Any:
+        return self.config(second)
+
+
+class PickSpecs:
+    @dsh.hookspec
+    def text_pick(self, first: str, second: str) -> Any:
+        """Two arguments; a listener may take either by name."""
+
+
+async def test_a_hookimpl_taking_a_subset_is_named_when_it_returns_an_awaitable() -> None:
+    async def later() -> None:
+        pass
+
+    async with Context() as root:
+        root.events.add_hookspecs(PickSpecs)
+        ok = await root.plugin(Picky, lambda second: f"got {second}")
+        assert root.bail("text/pick", "a", "b") == "got b"
+        await ok.dispose()
+        await root.plugin(Picky, lambda second: later())
+        with pytest.raises(TypeError, match=r"Picky\.text_pick.*returned an awaitable"):
+            root.emit("text/pick", "a", "b")
+        with pytest.raises(TypeError, match=r"Picky\.text_pick.*returned an awaitable"):
+            root.bail("text/pick", "a", "b")
+
+
+def by_name_only(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A decorator whose wrapper takes keyword arguments only."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, **kwargs: Any) -> Any:
+        return method(self, **kwargs)
+
+    return wrapper
+
+
+class TakesAll(dsh.Plugin):
+    """Hookimpls taking every argument of the spec: one plain, one through a wrapper."""
+
+    @dsh.hookimpl
+    def text_pick(self, first: str, second: str) -> Any:
+        self.config.append(("plain", first, second))
+        return None
+
+    @dsh.hookimpl(specname="text_pick")
+    @by_name_only
+    def wrapped(self, first: str, second: str) -> Any:
+        self.config.append(("wrapped", first, second))
+        return None
+
+
+async def test_hookimpls_taking_every_argument_are_called_positionally_unless_wrapped() -> None:
+    seen: list[tuple[str, str, str]] = []
+    async with Context() as root:
+        root.events.add_hookspecs(PickSpecs)
+        await root.plugin(TakesAll, seen)
+        listeners = root.events.event("text/pick").listeners()
+        impls = {listener.fn.__name__: listener for listener in listeners}
+        assert impls["text_pick"].picks is None
+        assert impls["wrapped"].picks == (("first", 0), ("second", 1))
+        root.emit("text/pick", "a", "b")
+        assert sorted(seen) == [("plain", "a", "b"), ("wrapped", "a", "b")]

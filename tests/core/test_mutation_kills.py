@@ -18,7 +18,7 @@ class Specs:
 
 
 async def test_parallel_checks_the_argument_count() -> None:
-    # Mutant: `ev.check_args(args)` dropped from EventBus.parallel.
+    # Mutant: the argument count check dropped from EventBus.parallel.
     async with Context() as root:
         root.events.add_hookspecs(Specs)
         root.on("ping", lambda value: None)
