@@ -128,7 +128,6 @@ class PlanMode(Service):
         scoped: Context = agent.ctx
 
         def body() -> Iterator[Callable[[], object]]:
-            yield tools.restrict(allow=keep, refusal=self._refusal)
             yield tools.register(
                 Tool(
                     name=EXIT_TOOL,
@@ -137,6 +136,8 @@ class PlanMode(Service):
                     execute=self._exit,
                 )
             )
+            # own=True: tools registered in the agent's own scope are refused too.
+            yield tools.restrict(allow=[*keep, EXIT_TOOL], refusal=self._refusal, own=True)
             yield scoped.system_prompt.section(
                 PromptSection(name=SECTION, order=SECTION_ORDER, text=SECTION_TEXT)
             )

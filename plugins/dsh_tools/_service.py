@@ -62,6 +62,8 @@ class _Mask:
     allow: frozenset[str] | None
     deny: frozenset[str] | None
     refusal: Callable[[str], ToolResult] | None = None
+    #: Whether it also covers the scope's own tools (``restrict(own=True)``).
+    own: bool = False
 
     def admits(self, name: str) -> bool:
         if self.allow is not None and name not in self.allow:
@@ -82,6 +84,10 @@ class _Layer:
 
     def admits(self, name: str) -> bool:
         return all(mask.admits(name) for mask in self.masks.values())
+
+    def admits_own(self, name: str) -> bool:
+        """Whether the restrictions made with ``own=True`` admit an own tool."""
+        return all(mask.admits(name) for mask in self.masks.values() if mask.own)
 
 
 class Tools(Service):
@@ -244,15 +250,18 @@ class Tools(Service):
         deny: Iterable[str] | None = None,
         *,
         refusal: Callable[[str], ToolResult] | None = None,
+        own: bool = False,
     ) -> Disposer:
         """Hide global tools from the caller's scope, for schemas and execution.
 
         ``allow`` keeps only the named global tools (so globals registered later stay
         hidden); ``deny`` hides the named ones (so globals registered later show). The
-        names are copied now; several restrictions intersect; the scope's own tools are
-        never hidden. A call of a name this restriction does not admit (a hidden tool,
-        or with ``allow`` any other name) is answered ``refusal(name)`` when given,
-        else as an unknown tool. Returns the exact disposer of the restriction.
+        names are copied now; several restrictions intersect. The scope's own tools are
+        not hidden unless ``own`` is true: then the restriction covers them too (those
+        registered before and after it), and its names may name them. A call of a name
+        this restriction does not admit (a hidden tool, or with ``allow`` any other name)
+        is answered ``refusal(name)`` when given, else as an unknown tool. Returns the
+        exact disposer of the restriction.
         """
         ctx = self.ctx
         if ctx.scope is None:
@@ -265,14 +274,16 @@ class Tools(Service):
                 "pass allow=[...] to keep only those global tools or deny=[...] to hide some"
             )
         named = dict.fromkeys([*(allowed or ()), *(denied or ())])
-        unknown = [name for name in named if name not in self._global.tools]
+        layer = self._scope_layer(ctx.scope)
+        mine = layer.tools if own and layer is not None else {}
+        unknown = [name for name in named if name not in self._global.tools and name not in mine]
         if unknown:
             plural = "s" if len(unknown) > 1 else ""
             listed = ", ".join(f'"{name}"' for name in unknown)
-            known = ", ".join(sorted(self._global.tools)) or "(none)"
+            known = ", ".join(sorted({*self._global.tools, *mine})) or "(none)"
+            kind = "tool" if own else "global tool"
             raise ToolRestrictionError(
-                f"tools.restrict() names unknown global tool{plural} {listed}; "
-                f"known global tools: {known}"
+                f"tools.restrict() names unknown {kind}{plural} {listed}; known {kind}s: {known}"
             )
         if refusal is not None and not callable(refusal):
             raise ToolTypeError(
@@ -283,6 +294,7 @@ class Tools(Service):
             None if allowed is None else frozenset(allowed),
             None if denied is None else frozenset(denied),
             refusal,
+            own,
         )
         return self._add(ctx, "masks", object(), mask, "tool restriction")
 
@@ -295,14 +307,16 @@ class Tools(Service):
         for name, entry in self._global.tools.items():
             if name not in layer.tools and layer.admits(name):
                 yield entry
-        yield from layer.tools.values()
+        for name, entry in layer.tools.items():
+            if layer.admits_own(name):
+                yield entry
 
     def _resolve(self, scope: object, name: str) -> _Entry | None:
         layer = self._scope_layer(scope)
         if layer is not None:
             own = layer.tools.get(name)
             if own is not None:
-                return own
+                return own if layer.admits_own(name) else None
             if not layer.admits(name):
                 return None
         return self._global.tools.get(name)
@@ -311,10 +325,11 @@ class Tools(Service):
         """The answer of the first restriction of ``scope`` that refuses ``name`` with
         a ``refusal``, if any."""
         layer = self._scope_layer(scope)
-        if layer is None or name in layer.tools:
+        if layer is None:
             return None
+        own = name in layer.tools
         for mask in layer.masks.values():
-            if mask.refusal is not None and not mask.admits(name):
+            if (mask.own or not own) and mask.refusal is not None and not mask.admits(name):
                 try:
                     return mask.refusal(name)
                 except Exception as exc:  # execute never raises for a tool's plugin

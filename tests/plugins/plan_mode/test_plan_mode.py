@@ -227,3 +227,36 @@ async def test_an_agent_disposed_in_plan_mode_is_forgotten() -> None:
         assert plan_mode.enter(other)
         await other.dispose()
         assert not plan_mode.active(other)
+
+
+async def test_plan_mode_refuses_the_agents_own_tools_too() -> None:
+    async with rig() as r:
+        deleted: list[str] = []
+
+        async def delete(args: PathArgs, call: ToolCall) -> str:
+            deleted.append(args.path)
+            return "deleted"
+
+        # A tool registered in the agent's own scope, before and after plan mode starts.
+        r.agent.ctx.tools.register(
+            Tool(name="delete", description="Delete.", parameters=PathArgs, execute=delete)
+        )
+        assert await r.tool_names() == ["delete", "read", "write"]
+        await plan_command(r)
+        r.agent.ctx.tools.register(
+            Tool(name="shred", description="Shred.", parameters=PathArgs, execute=delete)
+        )
+        assert await r.tool_names() == [EXIT_TOOL, "read"]
+        r.model.reply(
+            tool_calls(tool_call("delete", {"path": "main.py"}), tool_call("shred", {"path": "a"})),
+            text("done"),
+        )
+        assert await run_turn(r.agent, "clean up") == {"kind": "completed"}
+        assert deleted == []
+        results = [e.data for e in r.agent.session.events if e.type == "tool/result"]
+        assert [(d["name"], d.get("code")) for d in results] == [
+            ("delete", "PLAN_MODE"),
+            ("shred", "PLAN_MODE"),
+        ]
+        assert r.root.plan_mode.leave(r.agent)
+        assert await r.tool_names() == ["delete", "read", "shred", "write"]

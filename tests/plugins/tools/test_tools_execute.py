@@ -18,7 +18,15 @@ from pydantic import (
 
 from dsh import DshError
 from dsh_scope import create_scope
-from dsh_tools import Tool, ToolArgumentsError, ToolCall, ToolResult, ToolTypeError
+from dsh_system_prompt import AssembleContext
+from dsh_tools import (
+    Tool,
+    ToolArgumentsError,
+    ToolCall,
+    ToolRestrictionError,
+    ToolResult,
+    ToolTypeError,
+)
 from tests.plugins.tools.tools_support import NoArgs, make_tool, tools_runtime
 
 pytestmark = pytest.mark.anyio
@@ -522,3 +530,41 @@ async def test_precisely_typed_tool() -> None:
         tools.register(tool)
         result = await tools.execute("read", '{"path": "a"}', ToolCall(id="c1"))
         assert result == ToolResult(content="a up to 100 lines")
+
+
+async def test_a_restriction_with_own_covers_the_scope_s_own_tools() -> None:
+    async with tools_runtime() as (root, tools):
+        tools.register(make_tool("read", ReadArgs, execute=Recorder("read")))
+        tools.register(make_tool("bash", ReadArgs, execute=Recorder("bash")))
+        agent = create_scope(root, "agent")
+        agent.ctx.tools.register(make_tool("keep", ReadArgs, execute=Recorder("keep")))
+        agent.ctx.tools.register(make_tool("own", ReadArgs, execute=Recorder("own")))
+
+        def refuse(name: str) -> ToolResult:
+            return ToolResult(f"Error: not now: {name}", is_error=True, code="PLAN_MODE")
+
+        async def visible() -> list[str]:
+            assembly = await root.system_prompt.assemble(AssembleContext(scope=agent.ctx.scope))
+            return [t.name for t in assembly.tools]
+
+        with pytest.raises(ToolRestrictionError) as info:
+            agent.ctx.tools.restrict(allow=["read", "ghost"], own=True)
+        assert str(info.value) == (
+            'tools.restrict() names unknown tool "ghost"; known tools: bash, keep, own, read'
+        )
+        undo = agent.ctx.tools.restrict(allow=["read", "bash", "keep"], refusal=refuse, own=True)
+        # One without own= hides global tools only, as before.
+        agent.ctx.tools.restrict(deny=["bash"])
+        agent.ctx.tools.register(make_tool("later", ReadArgs, execute=Recorder("later")))
+        assert await visible() == ["keep", "read"]
+        call = ToolCall(id="c1")
+        run = agent.ctx.tools.execute
+        assert await run("own", {"path": "a"}, call) == error("Error: not now: own", "PLAN_MODE")
+        assert await run("later", {"path": "a"}, call) == error(
+            "Error: not now: later", "PLAN_MODE"
+        )
+        assert (await run("keep", {"path": "a"}, call)).content == "keep"
+        assert (await run("read", {"path": "a"}, call)).content == "read"
+        await undo()
+        assert await visible() == ["keep", "later", "own", "read"]  # bash: still denied
+        assert (await run("own", {"path": "a"}, call)).content == "own"
