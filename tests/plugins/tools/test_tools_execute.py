@@ -330,15 +330,17 @@ async def test_scoped_resolution_and_restriction() -> None:
         )
 
 
+def refuse(name: str) -> ToolResult:
+    """A restriction's refusal, as plan mode answers."""
+    return ToolResult(f"Error: not now: {name}", is_error=True, code="PLAN_MODE")
+
+
 async def test_a_restriction_s_refusal_answers_what_it_does_not_admit() -> None:
     async with tools_runtime() as (root, tools):
         tools.register(make_tool("read", ReadArgs, execute=Recorder("read")))
         tools.register(make_tool("bash", ReadArgs, execute=Recorder("bash")))
         agent = create_scope(root, "agent")
         agent.ctx.tools.register(make_tool("own", ReadArgs, execute=Recorder("own")))
-
-        def refuse(name: str) -> ToolResult:
-            return ToolResult(f"Error: not now: {name}", is_error=True, code="PLAN_MODE")
 
         assert tools.names() == ["read", "bash"]
         undo = agent.ctx.tools.restrict(allow=["read"], refusal=refuse)
@@ -539,9 +541,6 @@ async def test_a_restriction_with_own_covers_the_scope_s_own_tools() -> None:
         agent = create_scope(root, "agent")
         agent.ctx.tools.register(make_tool("keep", ReadArgs, execute=Recorder("keep")))
         agent.ctx.tools.register(make_tool("own", ReadArgs, execute=Recorder("own")))
-
-        def refuse(name: str) -> ToolResult:
-            return ToolResult(f"Error: not now: {name}", is_error=True, code="PLAN_MODE")
 
         async def visible() -> list[str]:
             assembly = await root.system_prompt.assemble(AssembleContext(scope=agent.ctx.scope))
