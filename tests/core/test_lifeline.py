@@ -15,7 +15,7 @@ import pytest
 
 from dsh import _watcher
 from dsh.lifeline import LIFELINE, MARK, Lifeline, open_process, reap
-from tests.core.lifeline_support import PATIENCE, environ_of, marked, wait_for
+from tests.core.lifeline_support import PATIENCE, await_exits, environ_of, marked, wait_for
 
 KILLED = -signal.SIGKILL
 
@@ -140,10 +140,8 @@ def test_a_killed_watcher_is_replaced_and_told_every_group(
     old = lifeline.watcher_pid
     assert old is not None
     os.kill(old, signal.SIGKILL)
-    wait_for(
-        lambda: Path(f"/proc/{old}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
-        "its death",
-    )
+    await_exits([old], PATIENCE)  # its pidfd is readable once it died (a zombie until reaped)
+    assert Path(f"/proc/{old}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     lifeline.watch(second.pid)  # the pipe is broken: a new watcher
     assert lifeline.watcher_pid not in (None, old)
     assert gone(old)  # reaped
@@ -236,7 +234,7 @@ def test_forget_resets_the_lifeline() -> None:
 async def test_open_process_leads_a_watched_group_and_reap_releases_it() -> None:
     # The child says when its program runs: its environment is set up by then (the
     # kernel fills /proc/<pid>/environ a moment after the exec).
-    running = "import sys, time; sys.stdout.write('up'); sys.stdout.flush(); time.sleep(1000)"
+    running = "import signal, sys; sys.stdout.write('up'); sys.stdout.flush(); signal.pause()"
     process = await open_process([sys.executable, "-c", running], env={"A": "b"})
     try:
         assert process.stdout is not None
@@ -264,7 +262,8 @@ async def test_a_process_whose_group_cannot_be_listed_is_killed(
     monkeypatch.setattr(LIFELINE, "watch", broken)
     with pytest.raises(OSError, match="no watcher"):
         await open_process(["sleep", "1000"], env={"LIFELINE_TEST_MARK": mark})
-    await anyio.to_thread.run_sync(wait_for, lambda: not marked(mark), "the process to die")
+    await anyio.to_thread.run_sync(await_exits, marked(mark), PATIENCE)
+    assert not marked(mark)
 
 
 @pytest.mark.anyio

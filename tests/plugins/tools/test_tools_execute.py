@@ -335,12 +335,20 @@ def refuse(name: str) -> ToolResult:
     return ToolResult(f"Error: not now: {name}", is_error=True, code="PLAN_MODE")
 
 
+def agent_with_tools(root: Any, tools: Any, *own: str) -> Any:
+    """Global ``read`` and ``bash``, and a scope ``agent`` with the ``own`` tools; each
+    tool answers its name."""
+    for name in ("read", "bash"):
+        tools.register(make_tool(name, ReadArgs, execute=Recorder(name)))
+    agent = create_scope(root, "agent")
+    for name in own:
+        agent.ctx.tools.register(make_tool(name, ReadArgs, execute=Recorder(name)))
+    return agent
+
+
 async def test_a_restriction_s_refusal_answers_what_it_does_not_admit() -> None:
     async with tools_runtime() as (root, tools):
-        tools.register(make_tool("read", ReadArgs, execute=Recorder("read")))
-        tools.register(make_tool("bash", ReadArgs, execute=Recorder("bash")))
-        agent = create_scope(root, "agent")
-        agent.ctx.tools.register(make_tool("own", ReadArgs, execute=Recorder("own")))
+        agent = agent_with_tools(root, tools, "own")
 
         assert tools.names() == ["read", "bash"]
         undo = agent.ctx.tools.restrict(allow=["read"], refusal=refuse)
@@ -536,11 +544,7 @@ async def test_precisely_typed_tool() -> None:
 
 async def test_a_restriction_with_own_covers_the_scope_s_own_tools() -> None:
     async with tools_runtime() as (root, tools):
-        tools.register(make_tool("read", ReadArgs, execute=Recorder("read")))
-        tools.register(make_tool("bash", ReadArgs, execute=Recorder("bash")))
-        agent = create_scope(root, "agent")
-        agent.ctx.tools.register(make_tool("keep", ReadArgs, execute=Recorder("keep")))
-        agent.ctx.tools.register(make_tool("own", ReadArgs, execute=Recorder("own")))
+        agent = agent_with_tools(root, tools, "keep", "own")
 
         async def visible() -> list[str]:
             assembly = await root.system_prompt.assemble(AssembleContext(scope=agent.ctx.scope))
