@@ -15,6 +15,7 @@ from ._engine import (
     LocalEngine,
     ResultCallback,
     TaskResult,
+    run_bounded,
 )
 from ._errors import FleetError, TaskFileError
 from ._service import (
@@ -55,6 +56,7 @@ __all__ = [
     "plugin",
     "read_tasks",
     "result_of",
+    "run_bounded",
     "session_id_for",
     "state_of",
     "usage_of",

@@ -18,6 +18,7 @@ __all__ = [
     "LocalEngine",
     "ResultCallback",
     "TaskResult",
+    "run_bounded",
 ]
 
 
@@ -94,6 +95,31 @@ class TaskResult:
 ResultCallback = Callable[[TaskResult], object]
 
 
+async def run_bounded(
+    jobs: Sequence[Job],
+    concurrency: int,
+    run: Callable[[Job], Awaitable[TaskResult]],
+    on_result: ResultCallback | None,
+) -> list[TaskResult]:
+    """``run`` every job, at most ``concurrency`` at once; each result goes to
+    ``on_result`` as it comes, and the results are returned in the jobs' order. An
+    engine's loop over its jobs, whatever runs them."""
+    results: list[TaskResult | None] = [None] * len(jobs)
+    limit = anyio.Semaphore(concurrency)
+
+    async def one(index: int, job: Job) -> None:
+        async with limit:
+            result = await run(job)
+        results[index] = result
+        if on_result is not None:
+            on_result(result)
+
+    async with anyio.create_task_group() as tg:
+        for index, job in enumerate(jobs):
+            tg.start_soon(one, index, job)
+    return [result for result in results if result is not None]
+
+
 class Engine(Protocol):
     """Dispatches jobs: each job's session is run or resumed at least once, by
     ``Fleet.run_job`` wherever the engine places it. The session log, not the engine,
@@ -138,20 +164,10 @@ class LocalEngine:
     async def dispatch(
         self, jobs: Sequence[Job], *, on_result: ResultCallback | None = None
     ) -> list[TaskResult]:
-        results: list[TaskResult | None] = [None] * len(jobs)
-        limit = anyio.Semaphore(self.concurrency)
+        return await run_bounded(jobs, self.concurrency, self._result_of, on_result)
 
-        async def one(index: int, job: Job) -> None:
-            async with limit:
-                try:
-                    result = await self._run_job(job)
-                except Exception as exc:
-                    result = TaskResult.failed(job, f"{type(exc).__name__}: {exc}")
-            results[index] = result
-            if on_result is not None:
-                on_result(result)
-
-        async with anyio.create_task_group() as tg:
-            for index, job in enumerate(jobs):
-                tg.start_soon(one, index, job)
-        return [result for result in results if result is not None]
+    async def _result_of(self, job: Job) -> TaskResult:
+        try:
+            return await self._run_job(job)
+        except Exception as exc:
+            return TaskResult.failed(job, f"{type(exc).__name__}: {exc}")

@@ -11,9 +11,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
-
-from dsh_fleet import EngineOptions, FleetError, Job, ResultCallback, TaskResult
+from dsh_fleet import EngineOptions, FleetError, Job, ResultCallback, TaskResult, run_bounded
 
 from ._cluster import connected
 from ._config import FleetRayConfig
@@ -151,20 +149,10 @@ class RayEngine:
     async def _run_all(
         self, ray: Any, pool: _Pool, jobs: Sequence[Job], on_result: ResultCallback | None
     ) -> list[TaskResult]:
-        results: list[TaskResult | None] = [None] * len(jobs)
-        limit = anyio.Semaphore(self.options.concurrency)
+        async def run(job: Job) -> TaskResult:
+            return await self._run_one(ray, pool, job)
 
-        async def one(index: int, job: Job) -> None:
-            async with limit:
-                result = await self._run_one(ray, pool, job)
-            results[index] = result
-            if on_result is not None:
-                on_result(result)
-
-        async with anyio.create_task_group() as tg:
-            for index, job in enumerate(jobs):
-                tg.start_soon(one, index, job)
-        return [result for result in results if result is not None]
+        return await run_bounded(jobs, self.options.concurrency, run, on_result)
 
     async def _run_one(self, ray: Any, pool: _Pool, job: Job) -> TaskResult:
         """Run ``job`` on the least busy worker; when the call fails because its worker
