@@ -84,7 +84,6 @@ class LoopAgent:
         "_abort_reason",
         "_disposed",
         "_driver",
-        "_ended",
         "_estimated",
         "_fenced",
         "_header",
@@ -96,9 +95,7 @@ class LoopAgent:
         "_status",
         "_steering",
         "_step",
-        "_stopped",
         "_turn_scope",
-        "_wake",
         "ctx",
         "id",
         "max_steps",
@@ -131,7 +128,6 @@ class LoopAgent:
         self._inbox: list[list[Message]] = []
         self._steering: list[Message] = []
         self._status = "idle"
-        self._wake: anyio.Event | None = None
         self._idle: anyio.Event | None = None
         self._turn_scope: anyio.CancelScope | None = None
         self._abort_reason = "user"
@@ -145,12 +141,9 @@ class LoopAgent:
         self._usage = NO_USAGE
         #: The part of it the loop estimated (steps whose server reported no usage).
         self._estimated = NO_USAGE
-        #: The driver task, started by the first message (an idle agent has none), and
-        #: whether it has ended.
+        #: The driver: an effect of the scope started by a message while none runs;
+        #: it ends (and leaves the scope) when the agent goes idle.
         self._driver: Disposer | None = None
-        self._ended = False
-        #: Set by the driver as it ends, when a disposal woke it to return.
-        self._stopped: anyio.Event | None = None
         #: Whether ``session/start`` was dispatched and ``session/end`` not yet.
         self._in_session = False
 
@@ -212,9 +205,7 @@ class LoopAgent:
             raise AgentError(f'agent "{self.id}" is disposed; it takes no more messages')
         self._inbox.append(messages)
         if self._driver is None:
-            self._driver = self.ctx.task(self.drive, label=f"agent {self.id}")
-        elif self._wake is not None:
-            self._wake.set()
+            self._driver = self.ctx.effect(self.drive, label=f"agent {self.id}")
 
     def cancel(self) -> None:
         """Abort the running turn (reason ``aborted``/``user``) and drop the queue;
@@ -241,10 +232,16 @@ class LoopAgent:
 
     def _close(self) -> Awaitable[None] | None:
         """The agent's scope is being undone: it takes no more messages, and what its
-        scope undoes next waits for the driver (if one started) to finish the turn."""
+        scope undoes next waits for the running driver (if any) to finish the turn and
+        for the session's end (if it started)."""
         self._disposed = True
         driver = self._driver
-        return None if driver is None or self._ended else driver()
+        return None if driver is None and not self._in_session else self._stop(driver)
+
+    async def _stop(self, driver: Disposer | None) -> None:
+        if driver is not None:
+            await driver()
+        await self.end_session()
 
     async def dispose(self) -> None:
         """Abort the running turn (reason ``aborted``/``disposed``), wait for it to end,
@@ -257,18 +254,9 @@ class LoopAgent:
             # return; the turn ends at its next checkpoint.
             self._scope.fiber.dispose()
             return
+        # Stop the running driver first (the turn records its end); the scope's undo
+        # ends the session (every disposal waits for it). An idle agent has no driver.
         if self._driver is not None:
-            wake = self._wake
-            if wake is not None and not self._ended:
-                # The driver waits for a message: woken, it sees the agent disposed and
-                # returns, with no cancellation to deliver (the usual case: idle).
-                stopped = self._stopped
-                if stopped is None:  # (a second dispose waits for the same end)
-                    stopped = self._stopped = anyio.Event()
-                    wake.set()
-                await stopped.wait()
-            # Stop the driver first (the turn records its end): the scope's undo then
-            # has nothing left to wait for.
             await self._driver()
         await self._scope.dispose()
 
@@ -321,21 +309,16 @@ class LoopAgent:
             await self._notify("session/end")
 
     async def drive(self) -> None:
-        """Run one turn per queued message until cancelled. Nothing a turn raises
+        """Run one turn per queued message until none is left, then return: the agent
+        is idle and the next message starts a new driver. Nothing a turn raises
         escapes (the backstop): a failed turn is recorded and the next one runs.
 
         It dispatches ``session/start`` before a turn when the session is not started
-        (the first turn, or the first after :meth:`end_session`) and ends the session
-        once it stopped (shielded: the agent is being disposed)."""
+        (the first turn, or the first after :meth:`end_session`); the agent's close
+        ends it. Cancelled (the agent is being disposed), it leaves the agent idle."""
         _DRIVING.set(self)
         try:
-            while True:
-                while not self._inbox:
-                    if self._disposed:  # woken by dispose(): nothing more will come
-                        return
-                    self._wake = anyio.Event()
-                    await self._wake.wait()
-                self._wake = None
+            while self._inbox:
                 messages = self._inbox.pop(0)
                 # The scope exists before anyone hears "running": a cancel from a
                 # status listener already aborts this turn.
@@ -349,21 +332,17 @@ class LoopAgent:
                     # The store takes nothing more of this writer: no turn may run.
                     self._inbox.clear()
                     self._steering.clear()
-                if not self._inbox:
+                if not self._inbox:  # a status listener may queue more: taken above
                     self._set_status("idle")
-        finally:
+        except BaseException:
             self._disposed = True
-            self._ended = True
-            self._turn_scope = None
             self._inbox.clear()
             self._set_status("idle")
-            if self._in_session and self._loop.session_end.heard(self):
-                with anyio.CancelScope(shield=True):  # the agent is being disposed
-                    await self.end_session()
-            else:  # nobody hears the end: no shielded await to make
-                self._in_session = False
-            if self._stopped is not None:
-                self._stopped.set()
+            raise
+        finally:
+            # Nothing awaited since the inbox was found empty: a message queued from
+            # now on starts a new driver.
+            self._driver = None
 
     async def _turn(self, messages: list[Message], scope: anyio.CancelScope) -> None:
         session = self.session

@@ -1,5 +1,6 @@
-"""Disposing an idle agent: its parked driver is woken and returns by itself (no
-cancellation to deliver), and every disposer waits for that end."""
+"""Disposing an idle agent: its driver ended with its last turn (nothing to cancel),
+and the session's end is still heard (awaited, not cancelled) before the disposal
+returns; every disposer waits for that end."""
 
 from __future__ import annotations
 
@@ -29,12 +30,9 @@ async def test_an_idle_agents_driver_returns_when_disposed() -> None:
         root.on("session/end", on_end)
         agent: LoopAgent = root.agents.get("main")
         assert await run_turn(agent, "hi") == {"kind": "completed"}
-        assert agent._wake is not None  # parked, waiting for a message
+        assert agent._driver is None  # ended with the turn: an idle agent has none
         await agent.dispose()
         assert ended == ["main"]
-        assert agent._ended
-        assert agent._stopped is not None
-        assert agent._stopped.is_set()
         assert root.agents.get("main") is None
 
 
@@ -43,13 +41,20 @@ async def test_two_disposals_of_an_idle_agent_wait_for_the_same_end() -> None:
     async with Context() as root:
         await root.plugin(AgentCore, {"model": "scripted"})
         model.install(root)
+        ended: list[str] = []
+
+        async def on_end(agent: LoopAgent, session: Session) -> None:
+            await anyio.lowlevel.checkpoint()
+            ended.append(agent.id)
+
+        root.on("session/end", on_end)
         agent: LoopAgent = root.agents.get("main")
         assert await run_turn(agent, "hi") == {"kind": "completed"}
         done: list[int] = []
 
         async def dispose(n: int) -> None:
             await agent.dispose()
-            assert agent._ended  # neither returns before the driver ended
+            assert ended == ["main"]  # neither returns before the session ended
             done.append(n)
 
         async with anyio.create_task_group() as tg:

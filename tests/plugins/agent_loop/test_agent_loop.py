@@ -1254,14 +1254,14 @@ async def test_an_idle_agent_has_no_driver_until_its_first_message() -> None:
         assert started() == [False, False]
         r.model.reply(text("ok"))
         await run(busy, "hi")
-        assert started() == [False, True]
+        assert started() == [False, False]  # the driver ended with the turn
         assert ends(busy.session) == [{"kind": "completed"}]
         # Disposed by its owner without a turn ever run, it takes no more messages.
         await fiber.dispose()
         assert r.root.agents.get("quiet") is None
         with pytest.raises(AgentError, match='agent "quiet" is disposed'):
             quiet.send("anyone?")
-        assert started() == [False, True]
+        assert started() == [False, False]
         await quiet.when_idle()
 
 
