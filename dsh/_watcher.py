@@ -13,11 +13,15 @@ started just before dsh could list it), and exits.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # not typing's: importing typing would slow the start down
+if TYPE_CHECKING:
+    import signal
+else:  # CPython's C module behind ``signal``, which imports ``enum``: that would make
+    # the watcher's start to armed (what the first command waits for) ~70 % longer
+    import _signal as signal
 
 __all__ = ["ARMED", "IGNORED", "MARK", "main", "marked", "serve", "sweep"]
 
@@ -62,7 +66,7 @@ def serve(fd: int, token: str) -> None:
                 groups.discard(pgid)
     os.close(fd)
     for pgid in groups:
-        _kill(os.killpg, pgid)
+        _kill(pgid, group=True)
     for _ in range(_SWEEPS):
         if not sweep(token):
             break
@@ -75,7 +79,7 @@ def sweep(token: str) -> int:
     found = 0
     for pid in marked(entry):
         found += 1
-        _kill(os.kill, pid)
+        _kill(pid, group=False)
     return found
 
 
@@ -97,9 +101,12 @@ def marked(entry: bytes) -> list[int]:
     return pids
 
 
-def _kill(send: Callable[[int, int], None], target: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        send(target, signal.SIGKILL)
+def _kill(target: int, *, group: bool) -> None:
+    # not contextlib.suppress: contextlib imports a dozen modules, at the watcher's start
+    try:  # noqa: SIM105
+        (os.killpg if group else os.kill)(target, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover (the watcher process; main is tested)
