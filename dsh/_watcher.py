@@ -1,23 +1,29 @@
 """The watcher process of :mod:`dsh.lifeline`: it kills what dsh started once dsh is gone.
 
-It runs as ``python -I -S _watcher.py <fd> <token>`` and imports nothing but the standard
-library (neither ``dsh`` nor anything it needs), so it starts fast and stays small. It
-reads lines from the pipe ``fd`` whose only writer is the dsh process: ``+<pgid>`` when a
-process group was started, ``-<pgid>`` when it has been reaped. The end of that pipe is the
-end of dsh, however it ended; the watcher then sends SIGKILL to every group still listed,
-and to every process whose environment holds ``DSH_LIFELINE=<token>`` (what left its group,
-or was started just before dsh could list it), and exits.
+It runs as ``python -I -S _watcher.py <fd> <armed fd> <token>`` and imports nothing but
+the standard library (neither ``dsh`` nor anything it needs), so it starts fast and stays
+small. Once it ignores the signals aimed at dsh it writes :data:`ARMED` to ``armed fd`` and
+closes it: dsh waits for that line before it starts a command (RFC 0053). Then it reads
+lines from the pipe ``fd`` whose only writer is the dsh process: ``+<pgid>`` when a process
+group was started, ``-<pgid>`` when it has been reaped. The end of that pipe is the end of
+dsh, however it ended; the watcher then sends SIGKILL to every group still listed, and to
+every process whose environment holds ``DSH_LIFELINE=<token>`` (what left its group, or was
+started just before dsh could list it), and exits.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
-from collections.abc import Callable
 
-__all__ = ["IGNORED", "MARK", "marked", "serve", "sweep"]
+TYPE_CHECKING = False  # not typing's: importing typing would slow the start down
+if TYPE_CHECKING:
+    import signal
+else:  # CPython's C module behind ``signal``, which imports ``enum``: that would make
+    # the watcher's start to armed (what the first command waits for) ~70 % longer
+    import _signal as signal
+
+__all__ = ["ARMED", "IGNORED", "MARK", "main", "marked", "serve", "sweep"]
 
 #: The environment variable whose value ties a process to one dsh process's watcher.
 MARK = "DSH_LIFELINE"
@@ -26,9 +32,23 @@ MARK = "DSH_LIFELINE"
 #: Ctrl-C, a hangup or a ``kill`` aimed at dsh does not take its guard away first.
 IGNORED = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)
 
+#: What the watcher writes once it is armed (:data:`IGNORED` ignored, about to read).
+ARMED = b"armed\n"
+
 #: The most sweeps of ``/proc`` after dsh ended (each kills what the previous one missed:
 #: processes forked meanwhile).
 _SWEEPS = 20
+
+
+def main(argv: list[str]) -> None:
+    """``<fd> <armed fd> <token>``: ignore :data:`IGNORED`, say :data:`ARMED` on ``armed
+    fd`` (and close it), then :func:`serve` ``fd``."""
+    fd, armed, token = int(argv[0]), int(argv[1]), argv[2]
+    for number in IGNORED:
+        signal.signal(number, signal.SIG_IGN)
+    os.write(armed, ARMED)
+    os.close(armed)
+    serve(fd, token)
 
 
 def serve(fd: int, token: str) -> None:
@@ -46,7 +66,7 @@ def serve(fd: int, token: str) -> None:
                 groups.discard(pgid)
     os.close(fd)
     for pgid in groups:
-        _kill(os.killpg, pgid)
+        _kill(pgid, group=True)
     for _ in range(_SWEEPS):
         if not sweep(token):
             break
@@ -59,7 +79,7 @@ def sweep(token: str) -> int:
     found = 0
     for pid in marked(entry):
         found += 1
-        _kill(os.kill, pid)
+        _kill(pid, group=False)
     return found
 
 
@@ -81,12 +101,13 @@ def marked(entry: bytes) -> list[int]:
     return pids
 
 
-def _kill(send: Callable[[int, int], None], target: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        send(target, signal.SIGKILL)
+def _kill(target: int, *, group: bool) -> None:
+    # not contextlib.suppress: contextlib imports a dozen modules, at the watcher's start
+    try:  # noqa: SIM105
+        (os.killpg if group else os.kill)(target, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
-if __name__ == "__main__":  # pragma: no cover (the watcher process; its parts are tested)
-    for number in IGNORED:
-        signal.signal(number, signal.SIG_IGN)
-    serve(int(sys.argv[1]), sys.argv[2])
+if __name__ == "__main__":  # pragma: no cover (the watcher process; main is tested)
+    main(sys.argv[1:])

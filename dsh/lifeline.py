@@ -1,13 +1,14 @@
 """Lifelines: the processes dsh starts die when dsh dies, however it dies.
 
 Every process group dsh starts (a bash command, a background job, an MCP stdio server, a
-hook) is listed with one small watcher process per dsh process, started on first use.
-The watcher reads a pipe whose write end only this process holds (close-on-exec, and
-closed in a forked child); when that pipe ends (dsh exited, crashed or was sent SIGKILL,
-from whatever thread) it sends SIGKILL to every group still listed, and to every process
-whose environment still carries this process's mark (``DSH_LIFELINE=<token>``: what left
+hook) is listed with one small watcher process per dsh process, started on first use
+(dsh waits until it says it is armed before it starts a command). The watcher reads a
+pipe whose write end only this process holds (close-on-exec, and closed in a forked
+child); when that pipe ends (dsh exited, crashed or was sent SIGKILL, from whatever
+thread) it sends SIGKILL to every group still listed, and to every process whose
+environment still carries this process's mark (``DSH_LIFELINE=<token>``: what left
 its group with ``setsid``, or was started a moment before dsh could list it). See
-``docs/rfc/0024-lifelines.md``.
+``docs/rfc/0024-lifelines.md`` and ``docs/rfc/0053-armed-watcher.md``.
 
 :func:`open_process` starts a watched process, :func:`reap` waits for it and drops it
 from the list; :data:`LIFELINE` is this process's lifeline, for a caller that starts its
@@ -27,12 +28,12 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 from anyio.abc import Process
 
-from ._watcher import MARK
+from ._watcher import ARMED, MARK
 
 __all__ = ["LIFELINE", "MARK", "Lifeline", "open_process", "reap"]
 
@@ -43,8 +44,9 @@ class Lifeline:
     """The list of this process's process groups, kept by a watcher process.
 
     Thread-safe. The watcher starts on first use (or :meth:`start`); if it is killed, the
-    next registration starts another and tells it every group. A forked child gets a
-    lifeline of its own (and drops the parent's pipe, so the parent's end is still seen).
+    next :meth:`start` or registration starts another and tells it every group. A forked
+    child gets a lifeline of its own (and drops the parent's pipe, so the parent's end is
+    still seen).
     """
 
     def __init__(self) -> None:
@@ -76,9 +78,13 @@ class Lifeline:
         return marked
 
     def start(self) -> None:
-        """Start the watcher unless it runs. Raises ``OSError`` when it cannot start."""
+        """Start the watcher unless it runs (one that died is replaced and told every
+        group), and return once it is armed: from then on, what this process starts
+        dies with it. Raises ``OSError`` when it cannot start or ends before it is
+        armed."""
         with self._lock:
-            if self._fd is None:
+            watcher = self._watcher
+            if self._fd is None or watcher is None or watcher.poll() is not None:
                 self._spawn()
 
     def watch(self, pgid: int) -> None:
@@ -94,23 +100,24 @@ class Lifeline:
             self._send(f"-{pgid}\n")
 
     def _send(self, line: str) -> None:
-        if self._fd is None:
-            self._spawn()
-        assert self._fd is not None
-        try:
-            os.write(self._fd, line.encode())
-        except BrokenPipeError:  # the watcher was killed: a new one is told every group
-            self._spawn()
-            os.write(self._fd, "".join(f"+{pgid}\n" for pgid in self._groups).encode())
+        if self._fd is not None:
+            try:
+                os.write(self._fd, line.encode())
+                return
+            except BrokenPipeError:  # the watcher was killed: a new one is told every group
+                pass
+        self._spawn()
 
     def _spawn(self) -> None:
+        """Start a watcher, wait until it says it is armed, and tell it every group."""
         self._close()
         read, write = os.pipe()  # both close-on-exec: no other child inherits them
+        announced, armed = os.pipe()  # the watcher's announcement: ARMED, then its end
         env = {name: value for name, value in os.environ.items() if name != MARK}
         try:
             self._watcher = subprocess.Popen(
-                [sys.executable, "-I", "-S", _WATCHER, str(read), self.token],
-                pass_fds=(read,),
+                [sys.executable, "-I", "-S", _WATCHER, str(read), str(armed), self.token],
+                pass_fds=(read, armed),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -120,12 +127,32 @@ class Lifeline:
             )
         except OSError as exc:
             os.close(write)
+            os.close(announced)
             raise OSError(
                 exc.errno, f"cannot start the lifeline watcher ({sys.executable}): {exc.strerror}"
             ) from exc
         finally:
             os.close(read)
+            os.close(armed)
         self._fd = write
+        try:
+            said = os.read(announced, len(ARMED))  # blocks until ARMED or the watcher's end
+        finally:
+            os.close(announced)
+        if said != ARMED:
+            self._fail(self._watcher)
+        os.write(write, "".join(f"+{pgid}\n" for pgid in self._groups).encode())
+
+    def _fail(self, watcher: subprocess.Popen[bytes]) -> NoReturn:
+        self._close()
+        watcher.kill()  # it has ended (or, not our watcher, is ended here)
+        status = watcher.wait()
+        self._watcher = None
+        raise OSError(
+            errno.EPIPE,
+            f"the lifeline watcher ({sys.executable}) ended before it was armed "
+            f"(exit status {status})",
+        )
 
     def _close(self) -> None:
         if self._fd is not None:
@@ -165,8 +192,9 @@ async def open_process(
     group, its environment (``env``, default this process's) marked, its group watched.
     ``preexec`` runs in the child between fork and exec, after the new session is made
     (a sandbox's step); ``pass_fds`` stay open in the child. End it with :func:`reap`
-    once it has exited. Raises ``OSError`` when it (or the watcher) cannot start, or
-    when ``preexec`` raised in the child."""
+    once it has exited. The watcher is armed before the process starts (:meth:`Lifeline.start`).
+    Raises ``OSError`` when it (or the watcher) cannot start, or when ``preexec`` raised
+    in the child."""
     LIFELINE.start()
     marked = LIFELINE.mark(env)
     if preexec is None:

@@ -1,5 +1,6 @@
 """Helpers of the lifeline tests: a dsh runtime in a process of its own, killed by a
-test, and a scan of ``/proc`` for what it left."""
+test, a named pipe on which a child says it is ready, and a scan of ``/proc`` for what
+it left."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
-#: How long a test waits for a state it polls (never a limit on dsh itself).
+#: How long a test waits for an event before it fails (never a limit on dsh itself).
 PATIENCE = 30.0
 ROOT = Path(__file__).parents[2]
 
@@ -35,12 +35,40 @@ def marked(mark: str) -> list[int]:
     return found
 
 
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    """Poll ``condition`` until it is true, for at most :data:`PATIENCE`."""
-    deadline = time.monotonic() + PATIENCE
-    while not condition():
-        assert time.monotonic() < deadline, f"still waiting for {what}"
-        time.sleep(0.02)
+def ready_pipe(folder: Path) -> Path:
+    """A new named pipe in ``folder``: a child writes a line to it once it is ready, and
+    :func:`await_line` reads it."""
+    pipe = folder / f"ready-{uuid.uuid4().hex}"
+    os.mkfifo(pipe)
+    return pipe
+
+
+def await_line(pipe: Path, pid: int | None = None) -> bytes:
+    """What the first writer of the named pipe ``pipe`` wrote, once it wrote a line or
+    closed the pipe; ``b""`` when process ``pid`` ended first. It blocks (for at most
+    :data:`PATIENCE`) on the pipe and on ``pid``'s pidfd: on the events themselves."""
+    fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # at once, with or without a writer
+    watched = [fd] if pid is None else [fd, os.pidfd_open(pid)]
+    try:
+        said = b""
+        deadline = time.monotonic() + PATIENCE
+        while not said.endswith(b"\n"):
+            rest = deadline - time.monotonic()
+            assert rest > 0, f"nothing said on {pipe.name}"
+            ready, _, _ = select.select(watched, [], [], rest)
+            if fd in ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    break  # every writer closed it
+                said += chunk
+            elif ready:  # the process ended: what it wrote before is in the pipe
+                with contextlib.suppress(BlockingIOError):
+                    said += os.read(fd, 4096)
+                break
+        return said
+    finally:
+        for watched_fd in watched:
+            os.close(watched_fd)
 
 
 def environ_of(pid: int) -> list[bytes]:
@@ -82,16 +110,15 @@ def survivors(victim: subprocess.Popen[bytes], mark: str) -> list[int]:
 
 
 def start_victim(backend: str, what: str, tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Run ``tests.core.lifeline_victim`` and wait until what it starts runs; the
-    process and its mark."""
+    """Run ``tests.core.lifeline_victim`` and wait until it says that what it starts
+    runs; the process and its mark."""
     mark = f"lifeline-{uuid.uuid4().hex}"
-    ready = tmp_path / f"{mark}.ready"
+    ready = ready_pipe(tmp_path)
     victim = subprocess.Popen(
         [sys.executable, "-m", "tests.core.lifeline_victim", backend, what, mark, str(ready)],
         cwd=ROOT,
     )
-    wait_for(lambda: ready.exists() or victim.poll() is not None, "the victim to be ready")
-    assert victim.poll() is None or what == "exit", "the victim ended before it was ready"
+    assert await_line(ready, victim.pid), "the victim ended before it was ready"
     return victim, mark
 
 

@@ -1,5 +1,6 @@
 """dsh.lifeline and its watcher: listed process groups and marked processes are killed
-when the pipe of the process that listed them ends (RFC 0024)."""
+when the pipe of the process that listed them ends (RFC 0024), by a watcher armed
+before the first of them starts (RFC 0053)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from dsh import _watcher
 from dsh.lifeline import LIFELINE, MARK, Lifeline, open_process, reap
-from tests.core.lifeline_support import PATIENCE, await_exits, environ_of, marked, wait_for
+from tests.core.lifeline_support import PATIENCE, await_exits, environ_of, marked
 
 KILLED = -signal.SIGKILL
 
@@ -149,20 +150,72 @@ def test_a_killed_watcher_is_replaced_and_told_every_group(
     assert (first.wait(PATIENCE), second.wait(PATIENCE)) == (KILLED, KILLED)
 
 
-def test_the_watcher_ignores_the_signals_aimed_at_dsh(
+def test_the_watcher_is_armed_when_start_returns(
+    sleepers: list[subprocess.Popen[bytes]],
+) -> None:
+    # start() returns once the watcher said it is armed: it runs its program and ignores
+    # the signals aimed at dsh already, so one look at /proc suffices
+    lifeline = Lifeline()
+    listed = sleeper(sleepers)
+    lifeline.start()
+    watcher = lifeline.watcher_pid
+    assert watcher is not None
+    assert b"_watcher.py" in Path(f"/proc/{watcher}/cmdline").read_bytes()
+    assert _ignored(watcher) == set(_watcher.IGNORED)
+    for number in _watcher.IGNORED:
+        os.kill(watcher, number)
+    assert not gone(watcher)
+    assert os.getsid(watcher) == watcher  # a session of its own: a group kill misses it
+    lifeline.watch(listed.pid)
+    end(lifeline)
+    assert listed.wait(PATIENCE) == KILLED
+
+
+@pytest.fixture
+def dispositions() -> Iterator[None]:
+    """This process's handlers of the watcher's signals, put back afterwards."""
+    saved = {number: signal.getsignal(number) for number in _watcher.IGNORED}
+    yield
+    for number, handler in saved.items():
+        signal.signal(number, handler)
+
+
+@pytest.mark.usefixtures("dispositions")
+def test_main_ignores_the_signals_then_says_armed_then_serves() -> None:
+    read, write = os.pipe()
+    announced, armed = os.pipe()
+    os.close(write)  # dsh is gone already: serve returns at once
+    _watcher.main([str(read), str(armed), "no-such-token"])
+    assert {signal.getsignal(number) for number in _watcher.IGNORED} == {signal.SIG_IGN}
+    assert os.read(announced, 100) == _watcher.ARMED
+    assert os.read(announced, 100) == b""  # and closed it
+    os.close(announced)
+
+
+def test_a_watcher_that_ends_before_it_is_armed_is_an_os_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    broken = tmp_path / "watcher.py"
+    broken.write_text("raise SystemExit(3)\n")
+    monkeypatch.setattr("dsh.lifeline._WATCHER", str(broken))
+    lifeline = Lifeline()
+    with pytest.raises(OSError, match=r"ended before it was armed \(exit status 3\)"):
+        lifeline.start()
+    assert (lifeline.watcher_pid, lifeline._fd) == (None, None)
+
+
+def test_start_replaces_a_watcher_that_died_and_tells_it_every_group(
     sleepers: list[subprocess.Popen[bytes]],
 ) -> None:
     lifeline = Lifeline()
     listed = sleeper(sleepers)
     lifeline.watch(listed.pid)
-    watcher = lifeline.watcher_pid
-    assert watcher is not None
-    wait_for(lambda: b"_watcher.py" in Path(f"/proc/{watcher}/cmdline").read_bytes(), "exec")
-    wait_for(lambda: _ignored(watcher) == set(_watcher.IGNORED), "its signal dispositions")
-    for number in _watcher.IGNORED:
-        os.kill(watcher, number)
-    assert not gone(watcher)
-    assert os.getsid(watcher) == watcher  # a session of its own: a group kill misses it
+    old = lifeline.watcher_pid
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    await_exits([old], PATIENCE)
+    lifeline.start()  # what open_process does before it starts a command
+    assert lifeline.watcher_pid not in (None, old)
     end(lifeline)
     assert listed.wait(PATIENCE) == KILLED
 

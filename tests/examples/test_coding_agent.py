@@ -27,7 +27,7 @@ from dsh_tool_bash import sandbox_guidance
 from dsh_tool_fs import SECTIONS as FS_SECTIONS
 from dsh_tool_jobs import GUIDANCE as JOBS_GUIDANCE
 from dsh_tool_web import FETCH_GUIDANCE
-from tests.core.lifeline_support import marked, survivors, wait_for
+from tests.core.lifeline_support import await_line, marked, ready_pipe, survivors
 from tests.http_support import Loopback, QuietHandler
 from tests.support import EXAMPLES, run_dsh, stored_seqs
 
@@ -305,9 +305,9 @@ def test_killed_while_a_subagents_command_runs_leaves_no_process(
     wire: Wire, tmp_path: Path
 ) -> None:
     # The parent delegates; the child runs a command that starts grandchildren and says
-    # so through a file; then dsh is SIGKILLed. Nothing of the command may survive it.
+    # so on a named pipe; then dsh is SIGKILLed. Nothing of the command may survive it.
     mark = f"lifeline-{uuid.uuid4().hex}"
-    ready = tmp_path / "ready"
+    ready = ready_pipe(tmp_path)
     command = f"sleep 1000 & sleep 1000 & echo {mark} > {ready}; wait"
     wire.replies.put(tool_call_frames("subagent", {"description": "busy", "prompt": "go"}))
     wire.replies.put(tool_call_frames("bash", {"command": command, "description": "busy"}))
@@ -321,8 +321,8 @@ def test_killed_while_a_subagents_command_runs_leaves_no_process(
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for(lambda: ready.exists() or process.poll() is not None, "the child's command")
-        assert process.poll() is None, "dsh ended before the child's command ran"
+        said = await_line(ready, process.pid)
+        assert said == f"{mark}\n".encode(), "dsh ended before the child's command ran"
         assert len(marked(mark)) >= 3  # the shell and its two sleeps (dsh carries it too)
         process.kill()
     finally:

@@ -16,7 +16,7 @@ from dsh.lifeline import LIFELINE
 from dsh.testing import capture_logs
 from dsh_mcp import _stdio
 from dsh_mcp._stderr import StderrLog, log_path
-from tests.core.lifeline_support import wait_for
+from tests.core.lifeline_support import await_line, ready_pipe
 from tests.plugins.bash.bash_support import dies
 
 pytestmark = pytest.mark.anyio
@@ -49,14 +49,11 @@ async def test_a_server_deaf_to_stdin_and_sigterm_is_killed_with_its_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_stdio, "GRACE", 0.05)
-    ready = tmp_path / "ready"
-    script = (
-        f"trap '' TERM; sleep 1000 & echo \"$$ $!\" > {ready}.tmp; mv {ready}.tmp {ready}; "
-        "while :; do sleep 1; done"
-    )
+    ready = ready_pipe(tmp_path)
+    script = f"trap '' TERM; sleep 1000 & echo \"$$ $!\" > {ready}; while :; do sleep 1; done"
     async with _stdio.stdio("sh", ["-c", script], dict(os.environ), None, errors()):
-        await anyio.to_thread.run_sync(wait_for, ready.exists, "the server")
-    server, child = (int(pid) for pid in ready.read_text().split())
+        said = await anyio.to_thread.run_sync(await_line, ready)
+    server, child = (int(pid) for pid in said.split())
     await dies(server)
     await dies(child)
 

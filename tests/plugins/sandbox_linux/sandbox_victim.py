@@ -4,7 +4,7 @@ BACKEND MECHANISM MARK READY``.
 It loads ``sandbox`` and ``sandbox-linux`` (forced to MECHANISM) and runs, confined
 (workspace-write on READY's folder), a command that starts two grandchildren, one of
 them leaving its group with ``setsid``, with ``LIFELINE_TEST_MARK=MARK`` in the
-environment. The file READY is written once everything runs.
+environment. A line is written to the named pipe READY once everything runs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dsh.lifeline import open_process
 from dsh_sandbox import Sandbox, SandboxPolicy
 from dsh_sandbox_linux import SandboxLinux
 
-COMMAND = "setsid sleep 1000 & sleep 1000 & echo > {ready}; wait"
+COMMAND = "setsid sleep 1000 & sleep 1000 & echo ready > {ready}; wait"
 
 
 async def main(mechanism: str, mark: str, ready: Path) -> None:

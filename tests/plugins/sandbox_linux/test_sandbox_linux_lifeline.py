@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.lifeline_support import ROOT, marked, survivors, wait_for
+from tests.core.lifeline_support import ROOT, await_line, marked, ready_pipe, survivors
 from tests.plugins.sandbox_linux.sandbox_support import linux_only, require
 
 pytestmark = linux_only
@@ -27,7 +27,7 @@ def test_sigkill_of_dsh_kills_every_process_of_a_sandboxed_command(
 ) -> None:
     require(mechanism)
     mark = f"sandbox-{uuid.uuid4().hex}"
-    ready = tmp_path / "ready"
+    ready = ready_pipe(tmp_path)
     victim = subprocess.Popen(
         [
             sys.executable,
@@ -40,8 +40,7 @@ def test_sigkill_of_dsh_kills_every_process_of_a_sandboxed_command(
         ],
         cwd=ROOT,
     )
-    wait_for(lambda: ready.exists() or victim.poll() is not None, "the command to run")
-    assert victim.poll() is None, "the victim ended before its command ran"
+    assert await_line(ready, victim.pid), "the victim ended before its command ran"
     running = marked(mark)
     # bash, two sleeps (and bwrap's two processes)
     assert len(running) >= (5 if mechanism == "bubblewrap" else 3), running
