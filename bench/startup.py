@@ -64,6 +64,11 @@ PAI_RUN = "pydantic-ai one-shot"
 #: What any ``dsh run`` imports and does whatever dsh does: pydantic's models, YAML,
 #: pluggy, an event loop started by anyio.
 RUN_FLOOR = "pydantic, yaml, anyio.run (a run's floor)"
+#: The same with one model built and validated, as every run does (a plugin's config, a
+#: tool's arguments): the first model built imports the rest of pydantic (``fields``,
+#: ``types``, ``annotated_types``) and its plugin loader (``importlib.metadata``, which
+#: reads the installed distributions for the ``pydantic`` group).
+RUN_MODEL_FLOOR = "... and one model built and validated"
 COMMANDS: dict[str, list[str]] = {
     BASE: ["-c", "pass"],
     "import anyio, pluggy (dsh's floor)": ["-c", "import anyio, pluggy"],
@@ -71,6 +76,12 @@ COMMANDS: dict[str, list[str]] = {
     RUN_FLOOR: [
         "-c",
         "import anyio, pluggy, yaml; from pydantic import BaseModel; anyio.run(anyio.sleep, 0)",
+    ],
+    RUN_MODEL_FLOOR: [
+        "-c",
+        "import anyio, pluggy, yaml; from pydantic import BaseModel\n"
+        "class Args(BaseModel):\n    text: str\n"
+        "Args.model_validate({'text': 'hello'}); anyio.run(anyio.sleep, 0)",
     ],
     "import cordis (cordis-python)": ["-c", "import cordis"],
     DSH_RUN: ["-m", "dsh", "run", str(EXAMPLE), "-p", "echo hello"],

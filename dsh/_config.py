@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 import types
 import typing
@@ -80,8 +79,11 @@ def _did_you_mean(model: type[BaseModel], loc: tuple[str | int, ...]) -> str:
     key = loc[-1] if loc else None
     if not known or not isinstance(key, str):
         return ""
-    same = [name for name in known if _normal(name) == _normal(key)]
-    close = same or difflib.get_close_matches(key, known, n=1)
+    close = [name for name in known if _normal(name) == _normal(key)]
+    if not close:
+        import difflib  # only an error's message needs it (docs/rfc/0050)
+
+        close = difflib.get_close_matches(key, known, n=1)
     return f'; did you mean "{close[0]}"?' if close else ""
 
 

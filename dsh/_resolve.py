@@ -15,7 +15,6 @@ subclass it defines (several are an error naming them: pick one with ``:Name``).
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib
 import importlib.machinery
@@ -151,6 +150,8 @@ def _default_name(attr: str | None, fallback: str) -> str:
 
 
 def _unknown(name: str, plugins: dict[str, EntryPoint]) -> str:
+    import difflib  # only an error's message needs it (docs/rfc/0050)
+
     known = sorted(plugins)
     close = difflib.get_close_matches(name, known)
     if close:
@@ -248,6 +249,8 @@ def _pick(name: str, module: ModuleType, display: str, attr: str | None) -> obje
             try:
                 obj = getattr(obj, part)
             except AttributeError:
+                import difflib  # only an error's message needs it (docs/rfc/0050)
+
                 message = f'cannot load plugin "{name}": "{display}" has no attribute "{attr}"'
                 close = difflib.get_close_matches(
                     part, [n for n in dir(obj) if not n.startswith("_")]

@@ -19,6 +19,7 @@ from typing import Any
 
 from ._check import counted
 from ._commands import (
+    COMMAND_GROUP,
     Command,
     CommandError,
     CommandLoadError,
@@ -29,10 +30,11 @@ from ._commands import (
     run_deployment_command,
 )
 from ._context import Context
+from ._entry_points import read_together
 from ._fiber import Fiber
 from ._plugin import plugin_spec
 from ._report import CheckReport
-from ._resolve import installed_plugins
+from ._resolve import ENTRY_POINT_GROUP, installed_plugins
 from ._startup import collection_paused
 from ._stderr import discard, print_stderr
 
@@ -264,7 +266,13 @@ def _parser(commands: dict[str, Command | CommandLoadError]) -> argparse.Argumen
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dsh`` command; returns the exit status."""
-    words = sys.argv[1:] if argv is None else list(argv)
+    # The command and the plugins it loads are found in one pass over the installed
+    # distributions (docs/rfc/0050).
+    with read_together(COMMAND_GROUP, ENTRY_POINT_GROUP):
+        return _main(sys.argv[1:] if argv is None else list(argv))
+
+
+def _main(words: list[str]) -> int:
     with collection_paused():  # the command's code is imported
         commands = _commands(words)
         args = _parser(commands).parse_args(words)

@@ -34,6 +34,9 @@ HEAVY = {
     "dsh_otel",
     "opentelemetry",
     "ray",
+    # Needed only for an error's message, or a terminal's approval question (RFC 0050).
+    "difflib",
+    "termios",
 }
 
 PROBE = """

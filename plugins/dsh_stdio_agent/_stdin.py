@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import termios
 import threading
 from collections.abc import Callable
 from contextlib import suppress
@@ -73,6 +72,8 @@ async def read_stdin_key(ready: Callable[[], object] = _nothing) -> str:
     stdin = sys.stdin
     if stdin is None:
         return ""
+    import termios  # only a terminal's approval question needs it (docs/rfc/0050)
+
     fd = stdin.fileno()
     saved = termios.tcgetattr(fd)
     keys = termios.tcgetattr(fd)

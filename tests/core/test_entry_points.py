@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh._entry_points import entry_points
+from dsh._entry_points import entry_points, read_together
 
 GROUP = "dsh.probe"
 
@@ -140,3 +140,63 @@ def test_an_installation_it_does_not_know_is_read_by_importlib_metadata(
     monkeypatch.setattr(importlib.metadata, "entry_points", stand_in)
     assert entry_points(GROUP) == answer
     assert asked == [GROUP]
+
+
+OTHER = "dsh.probe.other"
+
+
+def test_groups_read_together_are_read_in_one_pass_and_handed_on_once(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info(site, "probe_both-1.0.dist-info", f"[{GROUP}]\na = m:A\n[{OTHER}]\nb = m:B\n")
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(path: str, *args: object, **kwargs: object) -> object:
+        opened.append(path)
+        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr("builtins.open", counting_open)
+    with read_together(GROUP, OTHER):
+        first = listed(entry_points(GROUP))
+        passes = len(opened)
+        second = listed(entry_points(OTHER))
+        assert len(opened) == passes  # handed on: nothing read again
+        again = listed(entry_points(OTHER))
+        assert len(opened) == 2 * passes  # once only: read afresh
+    assert first == stdlib(GROUP) == [("a", "m:A", GROUP)]
+    assert second == again == stdlib(OTHER) == [("b", "m:B", OTHER)]
+
+
+def test_what_was_read_together_is_read_afresh_after_a_path_change_or_the_block(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info(site, "probe_both-1.0.dist-info", f"[{GROUP}]\na = m:A\n[{OTHER}]\nb = m:B\n")
+    later = tmp_path / "later"
+    info(later, "probe_later-1.0.dist-info", f"[{OTHER}]\nc = m:C\n")
+    with read_together(GROUP, OTHER):
+        entry_points(GROUP)
+        monkeypatch.setattr(sys, "path", [*sys.path, str(later)])
+        assert [name for name, _v, _g in listed(entry_points(OTHER))] == ["b", "c"]
+    with read_together(GROUP, OTHER):
+        entry_points(OTHER)
+    # Left unasked in its block: not kept after it.
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(site)])
+    assert "a" not in [name for name, _v, _g in listed(entry_points(GROUP))]
+
+
+def test_a_group_read_together_with_an_unusual_installation_goes_to_importlib_metadata(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.append(_zip(site))
+    asked: list[str] = []
+
+    def stand_in(*, group: str) -> list[importlib.metadata.EntryPoint]:
+        asked.append(group)
+        return []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", stand_in)
+    with read_together(GROUP, OTHER):
+        assert entry_points(GROUP) == []
+        assert entry_points(OTHER) == []
+    assert asked == [GROUP, OTHER]
