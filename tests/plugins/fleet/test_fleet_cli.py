@@ -15,6 +15,7 @@ import pytest
 
 from dsh import cli
 from tests.plugins.fleet.fleet_support import (
+    USAGE,
     answer_tasks,
     block,
     blocked_pid,
@@ -25,8 +26,6 @@ from tests.plugins.fleet.fleet_support import (
 from tests.support import HELLO, dsh_refused, run_dsh
 
 pytestmark = pytest.mark.anyio
-
-USAGE = {"input_tokens": 10, "output_tokens": 2}
 
 
 def test_run_then_run_again_then_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
