@@ -149,3 +149,9 @@ def dsh_refused(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
     status, out, err = dsh_main(capsys, *args)
     assert (status, out) == (1, ""), err
     return err.splitlines()
+
+
+def entry_after(first: str, entry: str, plugin: str, config: str) -> str:
+    """Deployment YAML of two entries: ``first`` on line 1, then ``entry`` of ``plugin``
+    on line 2, its ``config:`` on line 4 followed by ``config``."""
+    return f"{first}\n- id: {entry}\n  name: {plugin}\n  config: {config}\n"

@@ -13,7 +13,7 @@ import pytest
 
 from dsh import ConfigError, Context, DshError, FiberState, Plugin, cli
 from dsh.testing import state, write_deployment
-from tests.support import dsh_refused
+from tests.support import dsh_refused, entry_after
 
 pytestmark = pytest.mark.anyio
 
@@ -341,7 +341,7 @@ async def test_numbers_and_booleans_spelled_as_strings_still_pass() -> None:
 def shell_deployment(directory: Path, config: str) -> Path:
     """The bash seam and one ``bash-local`` entry, ``shell`` (on line 2), its ``config:``
     (on line 4) followed by ``config``."""
-    entries = f"- {{id: bash, name: bash}}\n- id: shell\n  name: bash-local\n  config: {config}\n"
+    entries = entry_after("- {id: bash, name: bash}", "shell", "bash-local", config)
     return write_deployment(directory, entries)
 
 

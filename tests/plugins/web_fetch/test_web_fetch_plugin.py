@@ -15,7 +15,7 @@ from dsh_web import FetchResult, Web, WebFetchError, WebTimeoutError
 from dsh_web_fetch import HttpFetcher, WebFetch
 from tests.plugins.web.web_support import Gate, Site
 from tests.plugins.web_fetch.fetch_support import mounted
-from tests.support import failed_deployment
+from tests.support import entry_after, failed_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -128,16 +128,8 @@ async def test_a_deployment_starts_it_by_its_yaml_name(site: Site, tmp_path: Pat
 
 
 async def test_a_bad_deployment_entry_is_located(tmp_path: Path) -> None:
-    path, error = await failed_deployment(
-        tmp_path,
-        """\
-        - {id: web, name: web}
-        - id: fetch
-          name: web-fetch
-          config: {max_bytes: -5}
-        """,
-        absent="web",
-    )
+    entries = entry_after("- {id: web, name: web}", "fetch", "web-fetch", "{max_bytes: -5}")
+    path, error = await failed_deployment(tmp_path, entries, absent="web")
     (failure,) = error.failures
     assert f"{path}:2: entry 'fetch'" in failure
     assert f"{path}:4: Input should be greater than 0 (at max_bytes)" in failure
