@@ -8,7 +8,7 @@ removed without a test noticing).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 
 import anyio
 import anyio.lowlevel
@@ -169,7 +169,7 @@ async def test_a_native_task_cancel_during_an_unwind_is_honoured_afterwards() ->
 
 
 async def dispose_a_composite(
-    undo_timeout: float, label: str, steps: list[Callable[[], object]]
+    undo_timeout: float, label: str, steps: Sequence[Callable[[], object]]
 ) -> list[str]:
     """Load a plugin holding one composite effect called ``label`` whose undo steps are
     ``steps``, dispose it under ``undo_timeout``: what was logged."""
