@@ -132,3 +132,26 @@ def stored_seqs(records: Sequence[Mapping[str, Any]]) -> list[int]:
         count = len(record["data"]["chunks"]) if record["type"] == "assistant/chunks" else 1
         seqs.extend(range(record["seq"], record["seq"] + count))
     return seqs
+
+
+def dsh_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``dsh ARGS`` run in this process (``cli.main``): its exit status, stdout, stderr."""
+    from dsh import cli
+
+    status = cli.main(list(args))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def dsh_refused(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    """The stderr lines of ``dsh ARGS`` run in this process, which must fail (exit 1)
+    and write nothing to stdout."""
+    status, out, err = dsh_main(capsys, *args)
+    assert (status, out) == (1, ""), err
+    return err.splitlines()
+
+
+def entry_after(first: str, entry: str, plugin: str, config: str) -> str:
+    """Deployment YAML of two entries: ``first`` on line 1, then ``entry`` of ``plugin``
+    on line 2, its ``config:`` on line 4 followed by ``config``."""
+    return f"{first}\n- id: {entry}\n  name: {plugin}\n  config: {config}\n"

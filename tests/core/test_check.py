@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh import cli
 from dsh.testing import write_deployment
+from tests.support import dsh_main
 
 CHECKS = """\
 def passing(ctx, config):
@@ -43,16 +43,16 @@ def test_phrases_warnings_and_problems_of_the_listeners(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = check_deployment(tmp_path, "passing")
-    assert cli.main(["check", str(path)]) == 0
-    captured = capsys.readouterr()
-    assert captured.out == f"{path}: ok (1 plugin entry active, passing is fine)\n"
-    assert captured.err == "warning: passing has a remark\n"
+    assert dsh_main(capsys, "check", str(path)) == (
+        0,
+        f"{path}: ok (1 plugin entry active, passing is fine)\n",
+        "warning: passing has a remark\n",
+    )
     path = check_deployment(tmp_path, "passing", "failing")
-    assert cli.main(["check", str(path), "--agent", "x"]) == 1
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err == (
-        f"warning: passing has a remark\n{path}: failing found a problem (agent x)\n"
+    assert dsh_main(capsys, "check", str(path), "--agent", "x") == (
+        1,
+        "",
+        f"warning: passing has a remark\n{path}: failing found a problem (agent x)\n",
     )
 
 
@@ -60,8 +60,8 @@ def test_a_check_that_raises_is_a_problem(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = check_deployment(tmp_path, "raising", "passing")
-    assert cli.main(["check", str(path)]) == 1
-    err = capsys.readouterr().err
+    status, _, err = dsh_main(capsys, "check", str(path))
+    assert status == 1
     assert err.endswith(
         f"{path}: the check raising.<locals>.broken_check raised RuntimeError: "
         "the check itself broke\n"
@@ -72,7 +72,8 @@ def test_an_empty_deployment_is_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_deployment(tmp_path, "# nothing here yet\n")
-    assert cli.main(["check", str(path)]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == f"warning: {path}: the deployment has no entries: it runs nothing\n"
-    assert captured.out == f"{path}: ok (0 plugin entries active)\n"
+    assert dsh_main(capsys, "check", str(path)) == (
+        0,
+        f"{path}: ok (0 plugin entries active)\n",
+        f"warning: {path}: the deployment has no entries: it runs nothing\n",
+    )

@@ -13,6 +13,7 @@ import pytest
 
 from dsh import ConfigError, Context, DshError, FiberState, Plugin, cli
 from dsh.testing import state, write_deployment
+from tests.support import dsh_refused, entry_after
 
 pytestmark = pytest.mark.anyio
 
@@ -269,49 +270,36 @@ NOT_FINITE = "Input should be a finite number"
 
 
 @pytest.mark.parametrize(
-    ("config", "where"),
+    ("config", "where", "problem"),
     [
-        ({"count": True}, "count"),
-        ({"count": False}, "count"),
-        ({"ratio": True}, "ratio"),
-        ({"maybe": True}, "maybe"),
-        ({"label": True}, "label"),
-        ({"limits": {"ratio": False}}, "limits.ratio"),
-        ({"sizes": [1, True, 3]}, "sizes.1"),
-        ({"pair": [1, True]}, "pair.1"),
-        ({"by_name": {"a": {}, "b": {"ratio": True}}}, "by_name.b.ratio"),
-        ({"weights": {"x": 1.5, "y": True}}, "weights.y"),
-        ({"by_id": {True: "yes"}}, "by_id.True"),
+        # a boolean where a number is expected
+        ({"count": True}, "count", NOT_A_NUMBER),
+        ({"count": False}, "count", NOT_A_NUMBER),
+        ({"ratio": True}, "ratio", NOT_A_NUMBER),
+        ({"maybe": True}, "maybe", NOT_A_NUMBER),
+        ({"label": True}, "label", NOT_A_NUMBER),
+        ({"limits": {"ratio": False}}, "limits.ratio", NOT_A_NUMBER),
+        ({"sizes": [1, True, 3]}, "sizes.1", NOT_A_NUMBER),
+        ({"pair": [1, True]}, "pair.1", NOT_A_NUMBER),
+        ({"by_name": {"a": {}, "b": {"ratio": True}}}, "by_name.b.ratio", NOT_A_NUMBER),
+        ({"weights": {"x": 1.5, "y": True}}, "weights.y", NOT_A_NUMBER),
+        ({"by_id": {True: "yes"}}, "by_id.True", NOT_A_NUMBER),
+        # a number where a boolean is expected
+        ({"flag": 1}, "flag", NOT_A_BOOL),
+        ({"flag": 0.0}, "flag", NOT_A_BOOL),
+        ({"flag": Decimal(0)}, "flag", NOT_A_BOOL),
+        # a float that is not finite
+        ({"ratio": math.inf}, "ratio", NOT_FINITE),
+        ({"ratio": "-inf"}, "ratio", NOT_FINITE),
+        ({"limits": {"ratio": math.nan}}, "limits.ratio", NOT_FINITE),
+        ({"weights": {"x": "nan"}}, "weights.x", NOT_FINITE),
+        ({"anything": math.inf}, "anything", NOT_FINITE),
     ],
 )
-async def test_a_boolean_where_a_number_is_expected_is_refused(
-    config: dict[str, Any], where: str
+async def test_a_value_of_the_wrong_kind_is_refused_naming_its_place(
+    config: dict[str, Any], where: str, problem: str
 ) -> None:
-    assert await load_numeric(config) == [f"  - {NOT_A_NUMBER} (at {where})"]
-
-
-@pytest.mark.parametrize(
-    ("config", "where"),
-    [({"flag": 1}, "flag"), ({"flag": 0.0}, "flag"), ({"flag": Decimal(0)}, "flag")],
-)
-async def test_a_number_where_a_boolean_is_expected_is_refused(
-    config: dict[str, Any], where: str
-) -> None:
-    assert await load_numeric(config) == [f"  - {NOT_A_BOOL} (at {where})"]
-
-
-@pytest.mark.parametrize(
-    ("config", "where"),
-    [
-        ({"ratio": math.inf}, "ratio"),
-        ({"ratio": "-inf"}, "ratio"),
-        ({"limits": {"ratio": math.nan}}, "limits.ratio"),
-        ({"weights": {"x": "nan"}}, "weights.x"),
-        ({"anything": math.inf}, "anything"),
-    ],
-)
-async def test_a_float_that_is_not_finite_is_refused(config: dict[str, Any], where: str) -> None:
-    assert await load_numeric(config) == [f"  - {NOT_FINITE} (at {where})"]
+    assert await load_numeric(config) == [f"  - {problem} (at {where})"]
 
 
 async def test_every_coerced_value_is_reported_with_its_place() -> None:
@@ -350,24 +338,18 @@ async def test_numbers_and_booleans_spelled_as_strings_still_pass() -> None:
     assert (config.count, config.ratio, config.flag, config.either) == (10, 0.25, True, 7)
 
 
+def shell_deployment(directory: Path, config: str) -> Path:
+    """The bash seam and one ``bash-local`` entry, ``shell`` (on line 2), its ``config:``
+    (on line 4) followed by ``config``."""
+    entries = entry_after("- {id: bash, name: bash}", "shell", "bash-local", config)
+    return write_deployment(directory, entries)
+
+
 def test_dsh_check_names_the_line_of_a_boolean_given_for_a_number(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write_deployment(
-        tmp_path,
-        """\
-        - {id: bash, name: bash}
-        - id: shell
-          name: bash-local
-          config:
-            kill_grace_ms: 10
-            default_timeout_ms: true
-        """,
-    )
-    assert cli.main(["check", str(path)]) == 1
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err.splitlines() == [
+    path = shell_deployment(tmp_path, "\n    kill_grace_ms: 10\n    default_timeout_ms: true")
+    assert dsh_refused(capsys, "check", str(path)) == [
         f"deployment {path} has 1 problem:",
         f"invalid config for plugin \"bash-local\" ({path}:2: entry 'shell'):",
         f"  - {path}:6: Input should be a valid number, not a boolean (at default_timeout_ms)",
@@ -377,15 +359,7 @@ def test_dsh_check_names_the_line_of_a_boolean_given_for_a_number(
 def test_dsh_check_takes_a_number_from_the_environment(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = write_deployment(
-        tmp_path,
-        """\
-        - {id: bash, name: bash}
-        - id: shell
-          name: bash-local
-          config: {default_timeout_ms: !env DSH_TEST_TIMEOUT_MS}
-        """,
-    )
+    path = shell_deployment(tmp_path, "{default_timeout_ms: !env DSH_TEST_TIMEOUT_MS}")
     monkeypatch.setenv("DSH_TEST_TIMEOUT_MS", "5000")
     assert cli.main(["check", str(path)]) == 0
     assert capsys.readouterr().out == f"{path}: ok (2 plugin entries active)\n"

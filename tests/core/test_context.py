@@ -13,6 +13,7 @@ import dsh
 from dsh import Context, DshError, FiberState, InactiveContextError
 from dsh._errors import EventUsageError
 from dsh.testing import state
+from tests.core.cancel_support import wait_for_cancel
 
 pytestmark = pytest.mark.anyio
 
@@ -22,11 +23,7 @@ async def test_leaving_the_root_disposes_the_whole_tree_first() -> None:
     started = anyio.Event()
 
     async def worker() -> None:
-        started.set()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            log.append("task cancelled")
+        await wait_for_cancel(started, log, "task cancelled")
 
     def child(ctx: Context, config: Any) -> Any:
         return lambda: log.append("child")

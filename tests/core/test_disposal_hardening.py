@@ -8,7 +8,7 @@ removed without a test noticing).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 
 import anyio
 import anyio.lowlevel
@@ -168,55 +168,51 @@ async def test_a_native_task_cancel_during_an_unwind_is_honoured_afterwards() ->
         assert state(fiber) is FiberState.DISPOSED
 
 
-async def test_undo_timeout_bounds_a_hung_undo_step() -> None:
-    log: list[str] = []
+async def dispose_a_composite(
+    undo_timeout: float, label: str, steps: Sequence[Callable[[], object]]
+) -> list[str]:
+    """Load a plugin holding one composite effect called ``label`` whose undo steps are
+    ``steps``, dispose it under ``undo_timeout``: what was logged."""
 
     def composite() -> Iterator[Callable[[], object]]:
-        yield lambda: log.append("first undone")
-
-        async def hung() -> None:
-            await anyio.Event().wait()
-
-        yield hung
-        yield lambda: log.append("last undone")
+        yield from steps
 
     def plugin(ctx: Context, config: None) -> None:
-        ctx.effect(composite, label="with a hung step")
+        ctx.effect(composite, label=label)
 
-    async with Context(undo_timeout=0.05) as root:
+    async with Context(undo_timeout=undo_timeout) as root:
         with capture_logs() as logs:
             fiber = await root.plugin(plugin)
             await fiber.dispose()
         assert state(fiber) is FiberState.DISPOSED
-        assert log == ["last undone", "first undone"]
-        assert logs.messages() == [
-            "plugin \"plugin\": an undo step of effect 'with a hung step' did not finish "
-            "within 0.05s; it was cancelled and disposal went on"
-        ]
+    return logs.messages()
+
+
+async def test_undo_timeout_bounds_a_hung_undo_step() -> None:
+    log: list[str] = []
+
+    async def hung() -> None:
+        await anyio.Event().wait()
+
+    steps = [lambda: log.append("first undone"), hung, lambda: log.append("last undone")]
+    assert await dispose_a_composite(0.05, "with a hung step", steps) == [
+        "plugin \"plugin\": an undo step of effect 'with a hung step' did not finish "
+        "within 0.05s; it was cancelled and disposal went on"
+    ]
+    assert log == ["last undone", "first undone"]
 
 
 async def test_an_undo_step_within_the_bound_finishes_unreported() -> None:
     # A generous bound, so a loaded machine never turns the quick step into a hung one.
     log: list[str] = []
 
-    def composite() -> Iterator[Callable[[], object]]:
-        async def quick() -> None:
-            await anyio.lowlevel.checkpoint()
-            log.append("quick, within the bound")
+    async def quick() -> None:
+        await anyio.lowlevel.checkpoint()
+        log.append("quick, within the bound")
 
-        yield quick
-        yield lambda: log.append("last undone")
-
-    def plugin(ctx: Context, config: None) -> None:
-        ctx.effect(composite, label="with a quick step")
-
-    async with Context(undo_timeout=600) as root:
-        with capture_logs() as logs:
-            fiber = await root.plugin(plugin)
-            await fiber.dispose()
-        assert state(fiber) is FiberState.DISPOSED
-        assert log == ["last undone", "quick, within the bound"]
-        assert logs.messages() == []
+    steps = [quick, lambda: log.append("last undone")]
+    assert await dispose_a_composite(600, "with a quick step", steps) == []
+    assert log == ["last undone", "quick, within the bound"]
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan")])

@@ -15,6 +15,7 @@ import dsh
 from dsh import Context, Disposer, FiberState, InactiveContextError, InvalidEffectError
 from dsh._disposer import _DONE
 from dsh.testing import capture_logs, errors_logged, state, until
+from tests.core.cancel_support import wait_for_cancel
 
 pytestmark = pytest.mark.anyio
 
@@ -285,11 +286,7 @@ async def test_dispose_during_async_generator_setup_cancels_and_undoes() -> None
 
     async def body() -> AsyncIterator[Callable[[], None]]:
         yield lambda: log.append("undo d1")
-        try:
-            started.set()
-            await anyio.sleep_forever()
-        finally:
-            log.append("cancelled")
+        await wait_for_cancel(started, log, "cancelled")
         yield lambda: log.append("never")
 
     async with Context() as root:
@@ -772,11 +769,7 @@ async def test_task_is_cancelled_when_its_fiber_unloads() -> None:
     started = anyio.Event()
 
     async def worker() -> None:
-        started.set()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            log.append("cleanup")
+        await wait_for_cancel(started, log, "cleanup")
 
     def plugin(ctx: Context, config: Any) -> None:
         ctx.task(worker, label="loop")

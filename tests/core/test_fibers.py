@@ -25,6 +25,7 @@ from dsh import (
     Plugin,
 )
 from dsh.testing import errors_logged, state, until
+from tests.core.cancel_support import wait_for_cancel
 
 pytestmark = pytest.mark.anyio
 
@@ -459,11 +460,7 @@ async def test_dispose_during_async_setup_cancels_and_undoes() -> None:
     async def apply(ctx: Context, config: Any) -> AsyncIterator[Callable[[], None]]:
         ctx.effect(lambda: lambda: log.append("separate"))
         yield lambda: log.append("yielded")
-        started.set()
-        try:
-            await anyio.sleep_forever()
-        finally:
-            log.append("cancelled")
+        await wait_for_cancel(started, log, "cancelled")
         yield lambda: log.append("never")
 
     async with Context() as root:

@@ -253,20 +253,21 @@ def test_entry_point_to_an_attribute(
     assert default == "tool-web"
 
 
+@pytest.mark.parametrize(
+    "case",
+    [("web", "ep_module_mod", "the plugin"), ("json", "ep_target", "target")],
+    ids=["a module with plugin", "wins over a module of the same name"],
+)
 def test_entry_point_to_a_module_with_plugin(
-    lib: Make, installed: dict[str, importlib.metadata.EntryPoint], deploy_dir: Path
+    lib: Make,
+    installed: dict[str, importlib.metadata.EntryPoint],
+    deploy_dir: Path,
+    case: tuple[str, str, str],
 ) -> None:
-    lib("ep_module_mod.py", "plugin = 'the plugin'\n")
-    add_entry_point(installed, "web", "ep_module_mod")
-    assert resolve_plugin("web", deploy_dir) == ("the plugin", "web")
-
-
-def test_entry_point_wins_over_a_module_of_the_same_name(
-    lib: Make, installed: dict[str, importlib.metadata.EntryPoint], deploy_dir: Path
-) -> None:
-    lib("ep_target.py", "plugin = 'target'\n")
-    add_entry_point(installed, "json", "ep_target")
-    assert resolve_plugin("json", deploy_dir) == ("target", "json")
+    name, module, plugin = case
+    lib(f"{module}.py", f"plugin = {plugin!r}\n")
+    add_entry_point(installed, name, module)
+    assert resolve_plugin(name, deploy_dir) == (plugin, name)
 
 
 def test_entry_point_to_a_missing_module(

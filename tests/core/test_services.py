@@ -257,13 +257,20 @@ def gated_dependent(gate: anyio.Event, log: list[str]) -> Any:
     return dependent
 
 
-async def test_a_dependency_removed_mid_load_unloads_after_the_load() -> None:
+async def loading_dependent(root: Context) -> tuple[anyio.Event, list[str], Disposer, Fiber]:
+    """``svc`` provided by the root and a dependent on it busy loading until the gate
+    returned is set: the gate, the dependent's log, the provision and the dependent."""
     gate = anyio.Event()
     log: list[str] = []
+    provided = root.provide("svc", 1)
+    dep = root.plugin(gated_dependent(gate, log))
+    await until(lambda: log == ["apply"])
+    return gate, log, provided, dep
+
+
+async def test_a_dependency_removed_mid_load_unloads_after_the_load() -> None:
     async with Context() as root:
-        provided = root.provide("svc", 1)
-        dep = root.plugin(gated_dependent(gate, log))
-        await until(lambda: log == ["apply"])
+        gate, log, provided, dep = await loading_dependent(root)
         provided()  # not awaited: the dependent is busy loading
         assert state(dep) is FiberState.LOADING
         gate.set()
@@ -277,12 +284,8 @@ async def test_a_dependency_removed_mid_load_unloads_after_the_load() -> None:
 
 
 async def test_the_same_provider_returning_mid_load_does_not_restart() -> None:
-    gate = anyio.Event()
-    log: list[str] = []
     async with Context() as root:
-        provided = root.provide("svc", 1)
-        dep = root.plugin(gated_dependent(gate, log))
-        await until(lambda: log == ["apply"])
+        gate, log, provided, dep = await loading_dependent(root)
         provided()
         root.provide("svc", 2)  # the same provider fiber (the root) provides it again
         gate.set()

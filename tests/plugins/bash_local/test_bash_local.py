@@ -27,7 +27,7 @@ from tests.plugins.bash.bash_support import (
     shell,
     spill_file,
 )
-from tests.support import failed_deployment
+from tests.support import entry_after, failed_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -400,15 +400,8 @@ async def test_bad_configs(config: dict[str, object], problem: str) -> None:
 
 
 async def test_a_bad_config_is_located_in_the_deployment(tmp_path: Path) -> None:
-    path, error = await failed_deployment(
-        tmp_path,
-        """\
-        - {id: seam, name: bash}
-        - id: local
-          name: bash-local
-          config: {max_timeout_ms: 0}
-        """,
-    )
+    entries = entry_after("- {id: seam, name: bash}", "local", "bash-local", "{max_timeout_ms: 0}")
+    path, error = await failed_deployment(tmp_path, entries)
     assert f"{path}:2" in str(error)
     assert "local" in str(error)
     assert "max_timeout_ms" in str(error)

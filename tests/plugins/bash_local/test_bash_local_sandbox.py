@@ -19,6 +19,7 @@ from dsh_fs_local import DEFAULT_DENY_READ
 from dsh_sandbox import Launch, Sandbox, SandboxPolicy, SandboxUnavailableError
 from tests.plugins.bash.bash_support import run
 from tests.plugins.bash_local.sandbox_support import SANDBOXED, Recording, sandboxed_shell
+from tests.support import entry_after
 
 pytestmark = pytest.mark.anyio
 
@@ -36,17 +37,8 @@ def test_the_defaults_are_off_no_network_the_session_cwd_and_fs_locals_deny_list
 
 def deployment(directory: Path, config: str, *, sandbox: bool = True) -> Path:
     seam = "- {id: sandbox, name: sandbox}\n" if sandbox else ""
-    return write_deployment(
-        directory,
-        f"""\
-        - {{id: bash, name: bash}}
-        - id: local
-          name: bash-local
-          config:
-            {config}
-        """
-        + seam,
-    )
+    entries = entry_after("- {id: bash, name: bash}", "local", "bash-local", f"\n    {config}")
+    return write_deployment(directory, entries + seam)
 
 
 @pytest.mark.parametrize(

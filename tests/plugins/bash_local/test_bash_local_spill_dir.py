@@ -13,18 +13,12 @@ from dsh import ConfigError, Context, cli
 from dsh.testing import write_deployment
 from dsh_bash import Bash
 from dsh_bash_local import LocalBash
+from tests.support import entry_after
 
 
 def deployment(directory: Path, config: str) -> Path:
-    return write_deployment(
-        directory,
-        f"""\
-        - {{id: bash, name: bash}}
-        - id: local
-          name: bash-local
-          config: {config}
-        """,
-    )
+    entries = entry_after("- {id: bash, name: bash}", "local", "bash-local", config)
+    return write_deployment(directory, entries)
 
 
 @pytest.mark.parametrize(

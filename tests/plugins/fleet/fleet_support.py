@@ -25,6 +25,8 @@ HERE = Path(__file__).parent
 MODEL = "fleet-mock"
 #: The session stores a fleet is tested on.
 STORES = ("jsonl", "sqlite")
+#: The usage the test model reports for an answer.
+USAGE = {"input_tokens": 10, "output_tokens": 2}
 
 
 def store_entry(directory: Path, store: str) -> str:
@@ -124,3 +126,10 @@ async def blocked_pid(fifo: Path, stopped: anyio.Event) -> int | None:
         os.close(fd)
     text = b"".join(found).strip()
     return int(text) if text else None
+
+
+async def snapshot(fleet: Fleet, session_id: str) -> Session:
+    """The stored session ``session_id`` of ``fleet``'s store (which must hold it)."""
+    stored: Session | None = await fleet.ctx.sessions.snapshot(session_id)
+    assert stored is not None
+    return stored

@@ -32,17 +32,17 @@ from dsh_llm import Message, TextBlock, ToolCallBlock
 from dsh_session import Session, SessionEvent, SessionFencedError, SessionHeader, Sessions
 from tests.plugins.fleet.fleet_support import (
     STORES,
+    USAGE,
     answer_tasks,
     ends,
     fleet_deployment,
     loaded,
+    snapshot,
     types_of,
     write_tasks,
 )
 
 pytestmark = pytest.mark.anyio
-
-USAGE = {"input_tokens": 10, "output_tokens": 2}
 
 
 @pytest.fixture(params=STORES)
@@ -53,12 +53,6 @@ def store(request: pytest.FixtureRequest) -> str:
 
 def local(fleet: Fleet, path: Path, concurrency: int = 4) -> Any:
     return fleet.engine("local", EngineOptions(path, concurrency))
-
-
-async def snapshot(fleet: Fleet, session_id: str) -> Session:
-    stored: Session | None = await fleet.ctx.sessions.snapshot(session_id)
-    assert stored is not None
-    return stored
 
 
 # -- many tasks --------------------------------------------------------------------------

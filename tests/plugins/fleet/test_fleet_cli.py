@@ -15,6 +15,7 @@ import pytest
 
 from dsh import cli
 from tests.plugins.fleet.fleet_support import (
+    USAGE,
     answer_tasks,
     block,
     blocked_pid,
@@ -22,11 +23,9 @@ from tests.plugins.fleet.fleet_support import (
     lines,
     write_tasks,
 )
-from tests.support import HELLO, run_dsh
+from tests.support import HELLO, dsh_refused, run_dsh
 
 pytestmark = pytest.mark.anyio
-
-USAGE = {"input_tokens": 10, "output_tokens": 2}
 
 
 def test_run_then_run_again_then_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,10 +80,7 @@ def test_bad_task_lines_are_reported_before_anything_runs(
         '{"id": "a", "prompt": "answer"}\n{"id": "a", "prompt": "again"}\n'
         '{"id": "b", "prompt": "x", "model": "nope"}\n{oops\n'
     )
-    assert cli.main(["fleet", "run", str(path), str(tasks)]) == 1
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err.splitlines() == [
+    assert dsh_refused(capsys, "fleet", "run", str(path), str(tasks)) == [
         f"{tasks}: 3 bad task lines (nothing ran):",
         f'  {tasks}:2: duplicate task id "a" (first on line 1)',
         f'  {tasks}:3: unknown model "nope"; known models: "fleet-mock"',
@@ -111,10 +107,7 @@ def test_a_task_whose_cwd_is_missing_is_a_bad_line_for_run_and_status(
         ],
     )
     for action in ("run", "status"):
-        assert cli.main(["fleet", action, str(path), str(tasks)]) == 1
-        captured = capsys.readouterr()
-        assert captured.out == ""
-        assert captured.err.splitlines() == [
+        assert dsh_refused(capsys, "fleet", action, str(path), str(tasks)) == [
             f"{tasks}: 2 bad task lines (nothing ran):",
             f'  {tasks}:2: cwd "repos/b" ({tmp_path}/repos/b) is not a directory',
             f'  {tasks}:3: cwd "/nope" does not exist',
@@ -144,10 +137,7 @@ def test_a_line_nested_too_deeply_is_a_bad_line_not_a_crash(
         + "\n"
     )
     for action in ("run", "status"):
-        assert cli.main(["fleet", action, str(path), str(tasks)]) == 1
-        captured = capsys.readouterr()
-        assert captured.out == ""
-        assert captured.err.splitlines() == [
+        assert dsh_refused(capsys, "fleet", action, str(path), str(tasks)) == [
             f"{tasks}: 3 bad task lines (nothing ran):",
             *(
                 f"  {tasks}:{line}: not JSON (nested too deeply: a task is one flat object)"

@@ -25,7 +25,6 @@ import ray
 from dsh.testing import capture_logs
 from dsh_fleet import ATTEMPT_EVENT, EngineOptions, Fleet, TaskResult
 from dsh_fleet_ray import RayEngine
-from dsh_session import Session
 from tests.plugins.fleet.fleet_support import (
     answer_tasks,
     block,
@@ -34,6 +33,7 @@ from tests.plugins.fleet.fleet_support import (
     fleet_deployment,
     lines,
     loaded,
+    snapshot,
     types_of,
     write_tasks,
 )
@@ -54,12 +54,6 @@ def anyio_backend() -> str:
 
 def on_ray(fleet: Fleet, path: Path, concurrency: int = 8) -> object:
     return fleet.engine("ray", EngineOptions(path, concurrency))
-
-
-async def snapshot(fleet: Fleet, session_id: str) -> Session:
-    stored: Session | None = await fleet.ctx.sessions.snapshot(session_id)
-    assert stored is not None
-    return stored
 
 
 async def test_fifty_tasks_complete_on_two_workers(tmp_path: Path, ray_cluster: str) -> None:

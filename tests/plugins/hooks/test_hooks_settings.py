@@ -17,6 +17,8 @@ from dsh_agent_core import AgentCore
 from dsh_hooks import Hooks
 from dsh_tools import Tool, ToolCall
 from tests.plugins.hooks.hook_support import records, shell_hook
+from tests.plugins.settings_support import own_home
+from tests.plugins.settings_support import write_settings as write
 
 pytestmark = pytest.mark.anyio
 
@@ -27,16 +29,7 @@ class NoArgs(BaseModel):
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "home"
-    folder.mkdir()
-    monkeypatch.setenv("HOME", str(folder))
-    return folder
-
-
-def write(path: Path, data: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data if isinstance(data, str) else json.dumps(data))
-    return path
+    return own_home(tmp_path, monkeypatch)
 
 
 def post(*commands: str) -> dict[str, Any]:
@@ -122,36 +115,33 @@ async def test_what_dsh_does_not_run_is_left_out_with_a_warning(tmp_path: Path, 
 
 
 @pytest.mark.parametrize(
-    ("content", "problem"),
+    ("in_home", "content", "problem"),
     [
-        ({"hooks": []}, "hooks must be an object, got list"),
-        ({"hooks": {"Stop": {}}}, "hooks.Stop must be a list, got dict"),
-        ({"hooks": {"Stop": ["x"]}}, r"hooks.Stop\[0\] must be an object, got str"),
-        ({"hooks": {"Stop": [{}]}}, r"hooks.Stop\[0\].hooks must be a list, got NoneType"),
+        # a malformed hooks key, named by its place
+        (False, {"hooks": []}, "hooks must be an object, got list"),
+        (False, {"hooks": {"Stop": {}}}, "hooks.Stop must be a list, got dict"),
+        (False, {"hooks": {"Stop": ["x"]}}, r"hooks.Stop\[0\] must be an object, got str"),
+        (False, {"hooks": {"Stop": [{}]}}, r"hooks.Stop\[0\].hooks must be a list, got NoneType"),
         (
+            False,
             {"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}},
             r"Field required \(at hooks.Stop\[0\].hooks.0.command\)",
         ),
         (
+            False,
             {"hooks": {"Stop": [{"matcher": "(", "hooks": []}]}},
             r"matcher '\(' is not a valid regex",
         ),
+        # a settings file that is not a JSON object
+        (True, "{oops", "not valid JSON"),
+        (True, "[]", "object"),
     ],
 )
-async def test_a_malformed_hooks_key_fails_the_load_naming_the_file_and_place(
-    tmp_path: Path, home: Path, content: Any, problem: str
+async def test_a_malformed_settings_file_fails_the_load_naming_the_file_and_place(
+    tmp_path: Path, home: Path, in_home: bool, content: Any, problem: str
 ) -> None:
-    path = write(tmp_path / ".claude" / "settings.local.json", content)
-    with pytest.raises(DshError, match=problem) as caught:
-        await echo_result(tmp_path)
-    assert str(path) in str(caught.value)
-
-
-@pytest.mark.parametrize(("content", "problem"), [("{oops", "not valid JSON"), ("[]", "object")])
-async def test_a_settings_file_that_is_not_a_json_object_fails_the_load(
-    tmp_path: Path, home: Path, content: str, problem: str
-) -> None:
-    path = write(home / ".claude" / "settings.json", content)
+    folder, name = (home, "settings.json") if in_home else (tmp_path, "settings.local.json")
+    path = write(folder / ".claude" / name, content)
     with pytest.raises(DshError, match=problem) as caught:
         await echo_result(tmp_path)
     assert str(path) in str(caught.value)

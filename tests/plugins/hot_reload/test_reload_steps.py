@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from dsh.testing import tool_call, tool_calls
 from dsh_hot_reload import ReloadReport, Steps
 from dsh_tools import Tool, ToolCall
-from tests.plugins.hot_reload.reload_support import rig, tool_of, tool_source
+from tests.plugins.hot_reload.reload_support import Rig, rig, tool_of, tool_source
 
 pytestmark = pytest.mark.anyio
 
@@ -21,27 +21,33 @@ class NoArgs(BaseModel):
     pass
 
 
-async def test_an_edit_during_a_long_tool_call_waits_for_the_step_to_end(
-    tmp_path: Path,
-) -> None:
-    started, release, waiting = anyio.Event(), anyio.Event(), anyio.Event()
+async def in_a_slow_call(r: Rig, release: anyio.Event) -> Any:
+    """A new agent of ``r`` sent "go", once it is inside a call of the tool ``slow``
+    (answering "slow done" once ``release`` is set); the model answers "finished" next."""
+    started = anyio.Event()
 
     async def slow(args: NoArgs, call: ToolCall) -> str:
         started.set()
         await release.wait()
         return "slow done"
 
+    r.root.tools.register(Tool(name="slow", description="Slow.", parameters=NoArgs, execute=slow))
+    agent = r.root.agents.create(model="scripted")
+    r.model.reply(tool_calls(tool_call("slow")), "finished")
+    agent.send("go")
+    await started.wait()
+    return agent
+
+
+async def test_an_edit_during_a_long_tool_call_waits_for_the_step_to_end(
+    tmp_path: Path,
+) -> None:
+    release, waiting = anyio.Event(), anyio.Event()
     async with rig(tmp_path) as r:
-        r.root.tools.register(
-            Tool(name="slow", description="Slow.", parameters=NoArgs, execute=slow)
-        )
         r.root.on("hot-reload/waiting", lambda changed: waiting.set())
-        agent = r.root.agents.create(model="scripted")
-        r.model.reply(tool_calls(tool_call("slow")), "finished")
         old = r.fibers["tool"]
         reports: list[ReloadReport] = []
-        agent.send("go")
-        await started.wait()
+        agent = await in_a_slow_call(r, release)
         r.write("tool.py", tool_source("Version two.", "v2"))
 
         async def reload() -> None:
@@ -63,22 +69,10 @@ async def test_an_edit_during_a_long_tool_call_waits_for_the_step_to_end(
 
 
 async def test_unloading_during_a_step_forgets_it(tmp_path: Path) -> None:
-    started, release = anyio.Event(), anyio.Event()
-
-    async def slow(args: NoArgs, call: ToolCall) -> str:
-        started.set()
-        await release.wait()
-        return "slow done"
-
+    release = anyio.Event()
     async with rig(tmp_path) as r:
-        r.root.tools.register(
-            Tool(name="slow", description="Slow.", parameters=NoArgs, execute=slow)
-        )
         steps = r.hot.steps
-        agent = r.root.agents.create(model="scripted")
-        r.model.reply(tool_calls(tool_call("slow")), "finished")
-        agent.send("go")
-        await started.wait()
+        agent = await in_a_slow_call(r, release)
         assert steps.running == set()  # nothing is followed while no reload is pending
         assert steps.begin()  # a reload would wait: the busy agent is in a step
         assert steps.running == {agent.session}

@@ -44,10 +44,11 @@ async def _watching(r: Rig) -> None:
 async def _edit(r: Rig, name: str, text: str) -> ReloadReport:
     """Write ``name`` and wait for the reload that follows."""
     with anyio.fail_after(10):
-        return await _edited(r, name, text)
+        return await _edited(r, (name, text))
 
 
-async def _edited(r: Rig, name: str, text: str) -> ReloadReport:
+async def _edited(r: Rig, *writes: tuple[str, str]) -> ReloadReport:
+    """Make the ``(name, text)`` writes, one after the other: the first reload after."""
     async with anyio.create_task_group() as tg:
         got: list[ReloadReport] = []
 
@@ -56,7 +57,8 @@ async def _edited(r: Rig, name: str, text: str) -> ReloadReport:
 
         tg.start_soon(wait)
         await anyio.wait_all_tasks_blocked()
-        r.write(name, text)
+        for name, text in writes:
+            r.write(name, text)
     return got[0]
 
 
@@ -64,19 +66,11 @@ async def test_a_burst_of_writes_is_one_reload(tmp_path: Path) -> None:
     (tmp_path / "lib").mkdir()
     async with rig(tmp_path, WATCHED) as r:
         await _watching(r)
-        async with anyio.create_task_group() as tg:
-            got: list[ReloadReport] = []
-
-            async def wait() -> None:
-                got.append(await next_report(r.root))
-
-            tg.start_soon(wait)
-            await anyio.wait_all_tasks_blocked()
-            for n in range(5):
-                r.write("tool.py", tool_source(f"Version {n}.", str(n)))
-            r.write("notes.txt", "not watched")  # in a watched directory, but not wanted
-        assert got[0].changed == {tmp_path / "tool.py"}
-        assert got[0].reloaded == ("tool",)
+        burst = [("tool.py", tool_source(f"Version {n}.", str(n))) for n in range(5)]
+        # notes.txt is in a watched directory, but not wanted.
+        got = await _edited(r, *burst, ("notes.txt", "not watched"))
+        assert got.changed == {tmp_path / "tool.py"}
+        assert got.reloaded == ("tool",)
         # The next reload is for the next change only: the burst made one.
         report = await _edit(r, "dsh.yml", WATCHED)
         assert report.changed == {r.file}
@@ -109,7 +103,7 @@ async def test_a_file_plugin_in_another_directory_is_watched_once_added(
         # The watching threads start again (for sub/): edit until the change is seen.
         for n in range(20):
             with anyio.move_on_after(1):
-                report = await _edited(r, "sub/other.py", other.replace("v1", f"v{n + 2}"))
+                report = await _edited(r, ("sub/other.py", other.replace("v1", f"v{n + 2}")))
                 break
         assert report.reloaded == ("other",)
 

@@ -18,20 +18,13 @@ from dsh_permissions import (
     rules_of_settings,
     settings_files,
 )
+from tests.plugins.settings_support import own_home
+from tests.plugins.settings_support import write_settings as write
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    return home
-
-
-def write(path: Path, data: object) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
-    return path
+    return own_home(tmp_path, monkeypatch)
 
 
 def test_files_from_the_cwd_up_then_the_users(home: Path, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from dsh_system_prompt import SystemPrompt
 from dsh_tool_fs import FsTools
 from dsh_tools import Tools
 from tests.plugins.fs.fs_support import Layout, envelope, fs_stack, run
-from tests.support import failed_deployment
+from tests.support import entry_after, failed_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -166,16 +166,8 @@ async def test_a_deployment_of_the_four_layers_writes_in_the_agents_cwd(
 
 
 async def test_a_bad_layer_config_in_yaml_is_reported_with_its_line(tmp_path: Path) -> None:
-    path, error = await failed_deployment(
-        tmp_path,
-        """\
-        - {id: fs, name: fs}
-        - id: local
-          name: fs-local
-          config: {mode: everything}
-        """,
-        absent="fs",
-    )
+    entries = entry_after("- {id: fs, name: fs}", "local", "fs-local", "{mode: everything}")
+    path, error = await failed_deployment(tmp_path, entries, absent="fs")
     assert f"{path}:2" in str(error)
     assert "(at mode)" in str(error)
 

@@ -13,10 +13,13 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
+import pytest
 
-from dsh_web import FetchResult, SearchHit, SearchResult
+from dsh import ConfigError, Context
+from dsh_web import FetchResult, SearchHit, SearchResult, Web
 from tests.http_support import Loopback, QuietHandler
 
 
@@ -185,3 +188,16 @@ class StubSearcher:
 def hits(*pairs: tuple[str, str] | tuple[str, str, str]) -> list[SearchHit]:
     """Search hits from ``(title, url[, snippet])`` tuples."""
     return [SearchHit(*pair) for pair in pairs]
+
+
+async def assert_config_refused(
+    plugin: Any, name: str, config: dict[str, Any], problem: str
+) -> None:
+    """Starting ``plugin`` (named ``name``) with ``config`` beside the web seam fails
+    matching ``problem`` and naming the plugin, and leaves the seam without providers."""
+    async with Context() as root:
+        await root.plugin(Web)
+        with pytest.raises(ConfigError, match=problem) as info:
+            await root.plugin(plugin, config)
+        assert name in str(info.value)
+        assert (root.web.fetch_providers(), root.web.search_providers()) == ([], [])

@@ -9,13 +9,13 @@ from typing import Any
 import anyio
 import pytest
 
-from dsh import ConfigError, Context, FiberState, load_deployment
+from dsh import Context, FiberState, load_deployment
 from dsh.testing import until, write_deployment
 from dsh_web import FetchResult, Web, WebFetchError, WebTimeoutError
 from dsh_web_fetch import HttpFetcher, WebFetch
-from tests.plugins.web.web_support import Gate, Site
+from tests.plugins.web.web_support import Gate, Site, assert_config_refused
 from tests.plugins.web_fetch.fetch_support import mounted
-from tests.support import failed_deployment
+from tests.support import entry_after, failed_deployment
 
 pytestmark = pytest.mark.anyio
 
@@ -105,12 +105,7 @@ async def test_a_refused_connection_fails_the_fetch() -> None:
 async def test_bad_configs_fail_the_plugin_naming_the_key(
     config: dict[str, Any], problem: str
 ) -> None:
-    async with Context() as root:
-        await root.plugin(Web)
-        with pytest.raises(ConfigError, match=problem) as info:
-            await root.plugin(WebFetch, config)
-        assert "web-fetch" in str(info.value)
-        assert root.web.fetch_providers() == []
+    await assert_config_refused(WebFetch, "web-fetch", config, problem)
 
 
 async def test_a_deployment_starts_it_by_its_yaml_name(site: Site, tmp_path: Path) -> None:
@@ -128,16 +123,8 @@ async def test_a_deployment_starts_it_by_its_yaml_name(site: Site, tmp_path: Pat
 
 
 async def test_a_bad_deployment_entry_is_located(tmp_path: Path) -> None:
-    path, error = await failed_deployment(
-        tmp_path,
-        """\
-        - {id: web, name: web}
-        - id: fetch
-          name: web-fetch
-          config: {max_bytes: -5}
-        """,
-        absent="web",
-    )
+    entries = entry_after("- {id: web, name: web}", "fetch", "web-fetch", "{max_bytes: -5}")
+    path, error = await failed_deployment(tmp_path, entries, absent="web")
     (failure,) = error.failures
     assert f"{path}:2: entry 'fetch'" in failure
     assert f"{path}:4: Input should be greater than 0 (at max_bytes)" in failure

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from dsh import ConfigError, Context, load_deployment
+from dsh import Context, load_deployment
 from dsh.testing import write_deployment
 from dsh_web import SearchHit, SearchResult, Web, WebSearchError, WebTimeoutError
 from dsh_web_searxng import SearxngProvider, SearxngSearch, parse_reply
-from tests.plugins.web.web_support import Gate, Page
+from tests.plugins.web.web_support import Gate, Page, assert_config_refused
 from tests.plugins.web_searxng.searxng_support import FakeSearxng
 
 pytestmark = pytest.mark.anyio
@@ -166,12 +166,7 @@ async def test_mounting_registers_it_and_disposing_removes_it(searxng: FakeSearx
 async def test_bad_configs_fail_the_plugin_naming_the_key(
     config: dict[str, Any], problem: str
 ) -> None:
-    async with Context() as root:
-        await root.plugin(Web)
-        with pytest.raises(ConfigError, match=problem) as info:
-            await root.plugin(SearxngSearch, config)
-        assert "web-searxng" in str(info.value)
-        assert root.web.search_providers() == []
+    await assert_config_refused(SearxngSearch, "web-searxng", config, problem)
 
 
 async def test_a_deployment_starts_it_by_its_yaml_name(
