@@ -448,9 +448,7 @@ class LoopAgent:
                 await anyio.lowlevel.checkpoint_if_cancelled()
             pending.extend(self._steering)
             self._steering.clear()
-            sent = (
-                await pre_step(self, pending, turn, step) if hearing(self).pre_step else pending
-            )
+            sent = await pre_step(self, pending, turn, step) if hearing(self).pre_step else pending
             if step == 1 and not sent:
                 # A listener took every message (a command handled locally, say).
                 return {"kind": "completed"}
