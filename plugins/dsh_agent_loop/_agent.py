@@ -89,6 +89,7 @@ class LoopAgent:
         "_estimated",
         "_fenced",
         "_header",
+        "_header_key",
         "_hearing",
         "_idle",
         "_in_session",
@@ -139,6 +140,8 @@ class LoopAgent:
         self._abort_reason = "user"
         self._step = 0
         self._header: dict[str, Any] | None = None
+        #: The request parts the last header was made of (``log_header``).
+        self._header_key: tuple[object, ...] | None = None
         #: What the agent's scope hears of the step events (taken at the first step).
         self._hearing: Hearing | None = None
         self._disposed = False
@@ -431,7 +434,7 @@ class LoopAgent:
         # running turn (the loop injects them: it restarts, and its agents go, first).
         prompt = ctx.system_prompt
         tools = ctx.tools
-        llm = loop.ctx.llm
+        llm, session_id = loop.ctx.llm, session.id
         pending = await user_prompt(self, messages) if loop.user_prompt.heard(self) else messages
         max_tokens = False
         retried = False
@@ -449,10 +452,11 @@ class LoopAgent:
             pending.extend(self._steering)
             self._steering.clear()
             sent = await pre_step(self, pending, turn, step) if hearing(self).pre_step else pending
-            if step == 1 and not sent:
+            if sent:
+                log_messages(session, turn, step, sent)
+            elif step == 1:
                 # A listener took every message (a command handled locally, say).
                 return {"kind": "completed"}
-            log_messages(session, turn, step, sent)
             assembly = await prompt.assemble(assemble_context_for(self))
             request = LlmRequest(
                 model=self.model or "",
@@ -461,7 +465,7 @@ class LoopAgent:
                 # The shared schemas, not copies: a request is read, never changed.
                 tools=read_tools(assembly),
                 max_tokens=self.max_tokens,
-                session_id=session.id,
+                session_id=session_id,
                 turn=turn,
                 step=step,
             )

@@ -39,6 +39,12 @@ def log_messages(session: Session, turn: int, step: int, messages: Sequence[Mess
 def log_header(agent: LoopAgent, turn: int, step: int, request: LlmRequest) -> None:
     """A ``request/header`` when the step's model, tools, system prompt or token
     limit differ from the agent's last one."""
+    # The same request parts as the last step's (most often the very same objects):
+    # the same header, with no header built.
+    key = (request.model, request.tools, request.system, request.max_tokens)
+    if key == agent._header_key:
+        return
+    agent._header_key = key
     header: dict[str, Any] = {
         "model": request.model,
         "tools": [tool.name for tool in request.tools],
