@@ -123,12 +123,15 @@ class Event:
         "_scoped",
         "argnames",
         "arity",
+        "bus",
         "name",
         "waterfall",
     )
 
-    def __init__(self, name: str, argnames: tuple[str, ...]) -> None:
+    def __init__(self, name: str, argnames: tuple[str, ...], bus: EventBus) -> None:
         self.name = name
+        #: The bus whose :attr:`EventBus.changes` counts this event's changes too.
+        self.bus = bus
         self.waterfall = bool(argnames) and argnames[-1] == "call_next"
         self.argnames = argnames[:-1] if self.waterfall else argnames
         self.arity = len(self.argnames)
@@ -149,7 +152,10 @@ class Event:
 
     def listeners(self) -> tuple[Listener, ...]:
         """Every listener, in dispatch order (what an unfiltered dispatch reaches)."""
-        return self.plan(ALL_SCOPES).listeners
+        plan = self._all
+        if plan is None:
+            plan = self._all = self._plan(self._keys)
+        return plan.listeners
 
     def heard(self, scope: object) -> tuple[Listener, ...]:
         """The listeners a dispatch with ``scope=`` reaches, in dispatch order.
@@ -157,6 +163,12 @@ class Event:
         ``ALL_SCOPES``: every listener; ``None``: the global ones; a scope key: the
         global ones and those registered through a context carrying that key.
         """
+        # The usual question (a scope with no listeners of its own) in this one call.
+        if scope is not ALL_SCOPES and (scope is None or id(scope) not in self._scoped):
+            plan = self._global
+            if plan is None:
+                plan = self._global = self._plan(self._globals)
+            return plan.listeners
         return self.plan(scope).listeners
 
     def plan(self, scope: object) -> Plan:
@@ -208,6 +220,7 @@ class Event:
         self._changed(scope)
 
     def _changed(self, scope: object) -> None:
+        self.bus.changes += 1
         self._all = None
         if scope is None:
             self._global = None
@@ -231,6 +244,9 @@ class EventBus:
         self._specs: set[type | ModuleType] = set()
         self._by_hook: dict[str, Event] = {}
         self._by_name: dict[str, Event] = {}
+        #: Counts the listeners added to and removed from any of this bus's events: a
+        #: snapshot of what is heard, taken at another count, may be stale.
+        self.changes = 0
 
     def add_hookspecs(self, spec: type | ModuleType) -> None:
         """Declare the events of a hookspec class or module (idempotent)."""
@@ -254,7 +270,7 @@ class EventBus:
                     f'event "{name}" is not declared: no hookspec named "{hook}" was added '
                     "(the plugin that owns it adds it with ctx.events.add_hookspecs)"
                 )
-            ev = self._by_hook[hook] = Event(name, tuple(spec.argnames))
+            ev = self._by_hook[hook] = Event(name, tuple(spec.argnames), self)
         self._by_name[name] = ev
         return ev
 

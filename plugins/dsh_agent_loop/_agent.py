@@ -19,6 +19,7 @@ from dsh_scope import Scope
 from dsh_session import Session, SessionFencedError
 from dsh_system_prompt import read_tools, render_prompt
 
+from ._hearing import Hearing, hearing
 from ._limits import check_turn_limits
 from ._step_hooks import filter_request, pre_step, recover, turn_stop, user_prompt
 from ._step_log import log_header, log_messages, record_answer, stream
@@ -87,6 +88,8 @@ class LoopAgent:
         "_estimated",
         "_fenced",
         "_header",
+        "_header_key",
+        "_hearing",
         "_idle",
         "_in_session",
         "_inbox",
@@ -133,6 +136,10 @@ class LoopAgent:
         self._abort_reason = "user"
         self._step = 0
         self._header: dict[str, Any] | None = None
+        #: The request parts the last header was made of (``log_header``).
+        self._header_key: tuple[object, ...] | None = None
+        #: What the agent's scope hears of the step events (taken at the first step).
+        self._hearing: Hearing | None = None
         self._disposed = False
         #: Why the store refused this agent's writer (``SESSION_FENCED``), once it did.
         self._fenced: str | None = None
@@ -356,7 +363,7 @@ class LoopAgent:
                 if self._loop.turn_started.heard(self):
                     self._emit("agent/turn-start", self, turn)
                 with scope:
-                    reason = await self._steps(turn, messages)
+                    reason = await self._steps(turn, messages, scope)
                 if scope.cancelled_caught:
                     reason = {"kind": "aborted", "reason": self._abort_reason}
             except anyio.get_cancelled_exc_class():
@@ -396,7 +403,9 @@ class LoopAgent:
         self._fenced = str(fence)
         return True
 
-    async def _steps(self, turn: int, messages: list[Message]) -> dict[str, Any]:
+    async def _steps(
+        self, turn: int, messages: list[Message], scope: anyio.CancelScope
+    ) -> dict[str, Any]:
         session = self.session
         ctx = self.ctx
         loop = self._loop
@@ -404,7 +413,7 @@ class LoopAgent:
         # running turn (the loop injects them: it restarts, and its agents go, first).
         prompt = ctx.system_prompt
         tools = ctx.tools
-        llm = loop.ctx.llm
+        llm, session_id = loop.ctx.llm, session.id
         pending = await user_prompt(self, messages) if loop.user_prompt.heard(self) else messages
         max_tokens = False
         retried = False
@@ -413,18 +422,20 @@ class LoopAgent:
             # Another step: within the turn's limits? (Always, before the first one.)
             check_turn_limits(self, step, used)
             step = self._step = step + 1
-            # A cancel that came before the first await of a step (from a listener,
-            # say) takes effect here rather than after the model call.
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            # A cancel of the turn that came before the first await of a step (from a
+            # listener, say) takes effect here rather than after the model call. Any
+            # other cancel reaches the step at its first await that waits, or at the
+            # tool call's checkpoint (``tools.execute``).
+            if scope.cancel_called:
+                await anyio.lowlevel.checkpoint_if_cancelled()
             pending.extend(self._steering)
             self._steering.clear()
-            sent = (
-                await pre_step(self, pending, turn, step) if loop.pre_step.heard(self) else pending
-            )
-            if step == 1 and not sent:
+            sent = await pre_step(self, pending, turn, step) if hearing(self).pre_step else pending
+            if sent:
+                log_messages(session, turn, step, sent)
+            elif step == 1:
                 # A listener took every message (a command handled locally, say).
                 return {"kind": "completed"}
-            log_messages(session, turn, step, sent)
             assembly = await prompt.assemble(assemble_context_for(self))
             request = LlmRequest(
                 model=self.model or "",
@@ -433,11 +444,11 @@ class LoopAgent:
                 # The shared schemas, not copies: a request is read, never changed.
                 tools=read_tools(assembly),
                 max_tokens=self.max_tokens,
-                session_id=session.id,
+                session_id=session_id,
                 turn=turn,
                 step=step,
             )
-            if loop.request.heard(self):
+            if hearing(self).request:
                 request = await filter_request(self, request)
             if not request.model:
                 raise NoModelError(
@@ -468,6 +479,10 @@ class LoopAgent:
             finally:
                 session.append("step/end", {"turn": turn, "step": step})
             # With nothing left to do, a turn/stop listener may keep the turn going.
-            pending = [] if calls or self._steering else await turn_stop(self, turn)
+            pending = (
+                await turn_stop(self, turn)
+                if not (calls or self._steering) and hearing(self).turn_stop
+                else []
+            )
             if not pending and not calls and not self._steering:
                 return {"kind": "max-tokens"} if max_tokens else {"kind": "completed"}

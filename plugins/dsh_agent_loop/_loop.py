@@ -84,7 +84,8 @@ class AgentLoop(Plugin):
         super().__init__(ctx, config)
         self._ids = itertools.count(1)
         self._agents: dict[LoopAgent, None] = {}
-        events = ctx.events
+        #: The bus, whose count of changes revalidates each agent's :class:`Hearing`.
+        self.events = events = ctx.events
         #: The agent waterfalls, looked up once: a step skips one nobody listens to.
         self.pre_step = events.event("agent/pre-step")
         self.request = events.event("agent/request")

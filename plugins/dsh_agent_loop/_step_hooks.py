@@ -94,10 +94,8 @@ async def recover(
 
 
 async def turn_stop(agent: LoopAgent, turn: int) -> list[Message]:
-    """The ``turn/stop`` event (when heard): the user message that keeps the turn
-    going, or none."""
-    if not agent._loop.turn_stop.heard(agent):
-        return []
+    """The ``turn/stop`` event (asked only when heard): the user message that keeps
+    the turn going, or none."""
     held = await agent._loop.ctx.serial("turn/stop", agent, turn, scope=agent)
     if held is None or held == "":
         return []

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from dsh_llm import AssembledMessage, BlockAssembler, LlmRequest, Message
+from dsh_llm import AssembledMessage, BlockAssembler, Chunk, LlmRequest, Message, adapter_failure
 
 from ._limits import turn_tokens
 from ._usage import USAGE_EVENT, add_usage, estimate_usage
@@ -39,6 +39,12 @@ def log_messages(session: Session, turn: int, step: int, messages: Sequence[Mess
 def log_header(agent: LoopAgent, turn: int, step: int, request: LlmRequest) -> None:
     """A ``request/header`` when the step's model, tools, system prompt or token
     limit differ from the agent's last one."""
+    # The same request parts as the last step's (most often the very same objects):
+    # the same header, with no header built.
+    key = (request.model, request.tools, request.system, request.max_tokens)
+    if key == agent._header_key:
+        return
+    agent._header_key = key
     header: dict[str, Any] = {
         "model": request.model,
         "tools": [tool.name for tool in request.tools],
@@ -81,11 +87,15 @@ async def stream(
     """Stream the step's answer into the log; a stream that is cancelled or fails
     keeps what the user already saw as an interrupted assistant message."""
     assembler = BlockAssembler()
+    adapter = llm.direct(request)
     try:
-        async with aclosing(llm.stream(request)) as chunks:
-            async for chunk in chunks:
-                session.append_chunk(turn, step, chunk)  # packed with the step's others
-                assembler.push(chunk)
+        if adapter is None:
+            async with aclosing(llm.stream(request)) as chunks:
+                async for chunk in chunks:
+                    session.append_chunk(turn, step, chunk)  # packed with the step's others
+                    assembler.push(chunk)
+        else:
+            await _from_adapter(session, turn, step, request, adapter, into=assembler)
     except anyio.get_cancelled_exc_class():
         _keep_partial(session, turn, step, assembler)
         raise
@@ -93,6 +103,39 @@ async def stream(
     if result.finish.failure is not None:
         _keep_partial(session, turn, step, assembler)
     return result
+
+
+async def _from_adapter(
+    session: Session, turn: int, step: int, request: LlmRequest, adapter: Any, *, into: Any
+) -> None:
+    """The stream straight from the adapter (nobody listens to the model call's
+    events: ``llm.direct``), pushed ``into`` the step's assembler and ended as
+    ``llm.stream`` ends it when the adapter raises."""
+    opened: Any = None
+    chunks: Any = None
+    failure: Chunk | None = None
+    try:
+        try:
+            opened = adapter.stream(request)
+            chunks = aiter(opened)
+        except Exception as exc:
+            failure = adapter_failure(exc)
+        while failure is None:
+            try:
+                chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                failure = adapter_failure(exc)
+                break
+            session.append_chunk(turn, step, chunk)  # packed with the step's others
+            into.push(chunk)
+        session.append_chunk(turn, step, failure)
+        into.push(failure)
+    finally:
+        aclose = getattr(opened, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def _keep_partial(session: Session, turn: int, step: int, assembler: BlockAssembler) -> None:

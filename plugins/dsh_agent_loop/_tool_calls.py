@@ -19,6 +19,8 @@ from dsh_approval import ApprovalDeniedError, ApprovalRequest
 from dsh_llm import ToolCallBlock
 from dsh_tools import ToolCall, ToolResult
 
+from ._hearing import hearing
+
 if TYPE_CHECKING:
     from dsh_session import Session
 
@@ -142,13 +144,12 @@ async def _after(agent: LoopAgent, call: ToolCall, result: ToolResult) -> ToolRe
 
 async def _execute(agent: LoopAgent, tools: Any, call: ToolCall) -> ToolResult:
     """One call, through ``tool/before`` and ``tool/after`` when they are heard."""
-    loop = agent._loop
-    if loop.tool_before.heard(agent):
+    if hearing(agent).tool_before:
         refused = await _before(agent, call)
         if refused is not None:
             return refused
     result: ToolResult = await tools.execute(call.name, call.arguments, call)
-    if loop.tool_after.heard(agent):
+    if hearing(agent).tool_after:
         result = await _after(agent, call, result)
     return result
 
@@ -201,8 +202,12 @@ async def _run_one(agent: LoopAgent, tools: Any, turn: int, step: int, call: Too
     """
     result = ABORTED_BEFORE_DISPATCH
     try:
-        # Where the concurrent path's slot acquisition would notice a pending cancel.
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        # Where the concurrent path's slot acquisition would notice a pending cancel:
+        # the turn's (from a listener, say) is looked at here, any other cancel is
+        # delivered by the checkpoint ``tools.execute`` starts with.
+        scope = agent._turn_scope
+        if scope is None or scope.cancel_called:
+            await anyio.lowlevel.checkpoint_if_cancelled()
         result = ABORTED
         with anyio.CancelScope() as scope:
             call.cancel_scope = scope

@@ -16,6 +16,7 @@ from ._service import (
     LlmConfig,
     LlmRequestError,
     LlmSpecs,
+    adapter_failure,
 )
 from ._types import (
     BLOCK_TYPES,
@@ -86,6 +87,7 @@ __all__ = [
     "ToolResultBlock",
     "Usage",
     "UsageChunk",
+    "adapter_failure",
     "add_usage",
     "block_from_json",
     "block_to_json",

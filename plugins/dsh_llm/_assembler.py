@@ -11,7 +11,9 @@ are dropped. Contradictions are :class:`AssemblyError`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from dsh import DshError
 
@@ -89,41 +91,55 @@ class BlockAssembler:
 
     def push(self, chunk: Chunk) -> None:
         """Take one chunk of the stream; raises :class:`AssemblyError` on a contradiction."""
-        if isinstance(chunk, TextDelta | ReasoningDelta):
-            kind: BlockType = "text" if isinstance(chunk, TextDelta) else "reasoning"
-            partial = self._claim(chunk.index, kind, chunk.type)
-            if partial.block is None:
-                partial.parts.append(chunk.text)
-        elif isinstance(chunk, ToolCallDelta):
-            partial = self._claim(chunk.index, "tool-call", chunk.type)
-            if partial.block is None:
-                if chunk.id:
-                    partial.call_id = chunk.id
-                if chunk.name:
-                    partial.name = chunk.name
-                partial.parts.append(chunk.arguments_delta)
-        elif isinstance(chunk, BlockStart):
-            self._claim(chunk.index, _block_type(chunk, chunk.block_type), chunk.type)
-        elif isinstance(chunk, BlockEnd):
-            block = chunk.block
-            if block is None:
-                found = self._partials.get(chunk.index)
-                if found is None:
-                    raise AssemblyError(
-                        f"block-end for block {chunk.index}, which never started and "
-                        "carries no block"
-                    )
-                partial = found
-            else:
-                partial = self._claim(chunk.index, _block_type(chunk, block.type), chunk.type)
-            if partial.block is None:
-                partial.block = _build(chunk.index, partial) if block is None else block
-        elif isinstance(chunk, UsageChunk):
-            self._usage = chunk.usage
-        elif isinstance(chunk, Finish):
-            self._finish = chunk
+        # The chunk's own class picks its handler (no isinstance chain for the usual
+        # chunks); a subclass is handled as the chunk class it derives from.
+        try:
+            handle = _HANDLERS[chunk.__class__]
+        except KeyError:
+            handle = _HANDLERS[_chunk_class(chunk)]
+        handle(self, chunk)
+
+    def _text(self, chunk: TextDelta) -> None:
+        partial = self._claim(chunk.index, "text", chunk.type)
+        if partial.block is None:
+            partial.parts.append(chunk.text)
+
+    def _reasoning(self, chunk: ReasoningDelta) -> None:
+        partial = self._claim(chunk.index, "reasoning", chunk.type)
+        if partial.block is None:
+            partial.parts.append(chunk.text)
+
+    def _tool_call(self, chunk: ToolCallDelta) -> None:
+        partial = self._claim(chunk.index, "tool-call", chunk.type)
+        if partial.block is None:
+            if chunk.id:
+                partial.call_id = chunk.id
+            if chunk.name:
+                partial.name = chunk.name
+            partial.parts.append(chunk.arguments_delta)
+
+    def _start(self, chunk: BlockStart) -> None:
+        self._claim(chunk.index, _block_type(chunk, chunk.block_type), chunk.type)
+
+    def _end(self, chunk: BlockEnd) -> None:
+        block = chunk.block
+        if block is None:
+            found = self._partials.get(chunk.index)
+            if found is None:
+                raise AssemblyError(
+                    f"block-end for block {chunk.index}, which never started and carries no block"
+                )
+            partial = found
         else:
-            raise AssemblyError(f"unknown chunk {chunk!r}: not one of the dsh_llm chunk types")
+            partial = self._claim(chunk.index, _block_type(chunk, block.type), chunk.type)
+        if partial.block is None:
+            partial.block = _build(chunk.index, partial) if block is None else block
+
+    def _usage_of(self, chunk: UsageChunk) -> None:
+        self._usage = chunk.usage
+
+    def _finish_of(self, chunk: Finish) -> None:
+        self._finish = chunk
 
     def result(self) -> AssembledMessage:
         """The assistant message so far (open blocks are completed as they stand)."""
@@ -143,6 +159,26 @@ class BlockAssembler:
             for block in self.result().message.content
             if isinstance(block, TextBlock | ReasoningBlock) and block.text.strip()
         ]
+
+
+#: Each chunk class's handler in :meth:`BlockAssembler.push`.
+_HANDLERS: dict[type, Callable[[BlockAssembler, Any], None]] = {
+    TextDelta: BlockAssembler._text,
+    ReasoningDelta: BlockAssembler._reasoning,
+    ToolCallDelta: BlockAssembler._tool_call,
+    BlockStart: BlockAssembler._start,
+    BlockEnd: BlockAssembler._end,
+    UsageChunk: BlockAssembler._usage_of,
+    Finish: BlockAssembler._finish_of,
+}
+
+
+def _chunk_class(chunk: object) -> type:
+    """The chunk class ``chunk`` is an instance of, else :class:`AssemblyError`."""
+    for kind in _HANDLERS:
+        if isinstance(chunk, kind):
+            return kind
+    raise AssemblyError(f"unknown chunk {chunk!r}: not one of the dsh_llm chunk types")
 
 
 def _block_type(chunk: BlockStart | BlockEnd, block_type: object) -> BlockType:

@@ -6,6 +6,7 @@ reports every wrong key at once as one :class:`LlmFormatError`.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self, TypeAlias
 
@@ -97,9 +98,24 @@ def _fields(obj: Any) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in obj.__slots__}
 
 
+#: Per slotted class, its slot names and one getter of all their values.
+_GETTERS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+
+
+def _getter(kind: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    names: tuple[str, ...] = tuple(kind.__slots__)  # type: ignore[attr-defined]  # slotted
+    # The first name once more: a tuple even for one slot (zip stops at the names).
+    found = _GETTERS[kind] = (names, operator.attrgetter(*names, names[0]))
+    return found
+
+
 def _compact(obj: Any) -> dict[str, Any]:
-    """``obj``'s slots that are not None, in order (one dict, no intermediate one)."""
-    return {name: value for name in obj.__slots__ if (value := getattr(obj, name)) is not None}
+    """``obj``'s slots that are not None, in order (every value read in one call)."""
+    try:
+        names, get = _GETTERS[obj.__class__]
+    except KeyError:
+        names, get = _getter(obj.__class__)
+    return {name: value for name, value in zip(names, get(obj), strict=False) if value is not None}
 
 
 class _Record:

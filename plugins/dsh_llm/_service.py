@@ -23,6 +23,7 @@ __all__ = [
     "LlmConfig",
     "LlmRequestError",
     "LlmSpecs",
+    "adapter_failure",
 ]
 
 _log = logging.getLogger("dsh.llm")
@@ -50,6 +51,17 @@ class LlmRequestError(DshError, TypeError):
     not an :class:`LlmRequest`."""
 
     code = "INVALID_REQUEST"
+
+
+def adapter_failure(error: Exception) -> Finish:
+    """The final chunk of a stream whose adapter raised ``error``: an
+    :class:`LlmError`'s failure verbatim, else ``model call failed: ...`` with a
+    ``DshError``'s code or ``ADAPTER_ERROR``."""
+    if isinstance(error, LlmError):
+        return Finish("error", error.failure)
+    code = error.code if isinstance(error, DshError) else "ADAPTER_ERROR"
+    message = str(error) or type(error).__name__
+    return Finish("error", LlmFailure(f"model call failed: {message}", code))
 
 
 def _window(value: object) -> int | None:
@@ -127,6 +139,9 @@ class Llm(Service):
         #: The observers of each stream, looked up once the same way.
         self._on_start = ctx.events.event("llm/start")
         self._on_response = ctx.events.event("llm/response")
+        #: Whether none of the three is heard, as of the bus's count of changes.
+        self._events = ctx.events
+        self._unheard = (-1, False)
 
     def models(self) -> list[str]:
         """The model names some adapter serves, sorted."""
@@ -226,6 +241,29 @@ class Llm(Service):
             return self._observed(request)
         return self._stream(request, None)
 
+    def direct(self, request: LlmRequest) -> LlmAdapter | None:
+        """The adapter serving ``request``'s model when nothing stands between a stream
+        of it and that adapter (nobody listens to ``llm/request``, ``llm/start`` or
+        ``llm/response``), else None (no adapter serves the model, or a listener would
+        see the stream): then use :meth:`stream`.
+
+        A caller that iterates ``adapter.stream(request)`` itself gets what
+        :meth:`stream` would give when it ends the stream on an adapter's exception
+        with :func:`adapter_failure` and closes the adapter's stream (its ``aclose``,
+        when it has one) at the end."""
+        changes = self._events.changes
+        unheard = self._unheard
+        if unheard[0] != changes:
+            unheard = self._unheard = (
+                changes,
+                not (
+                    self._on_request.listeners()
+                    or self._on_start.listeners()
+                    or self._on_response.listeners()
+                ),
+            )
+        return self._routes.get(request.model) if unheard[1] else None
+
     async def _observed(self, request: LlmRequest) -> AsyncGenerator[Chunk, None]:
         """:meth:`_stream`, its chunks kept for ``llm/response`` on the way."""
         sent: list[LlmRequest] = []
@@ -278,12 +316,8 @@ class Llm(Service):
             chunks = adapter.stream(request)
             async for chunk in chunks:
                 yield chunk
-        except LlmError as exc:
-            yield Finish("error", exc.failure)
         except Exception as exc:
-            code = exc.code if isinstance(exc, DshError) else "ADAPTER_ERROR"
-            message = str(exc) or type(exc).__name__
-            yield Finish("error", LlmFailure(f"model call failed: {message}", code))
+            yield adapter_failure(exc)
         finally:
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:

@@ -144,7 +144,8 @@ def validate_arguments(
     args: BaseModel | None = None
     problems: list[str] = []
     try:
-        if isinstance(arguments, Mapping):
+        # Text (the model's) is the usual case: asked first, it skips the ABC check.
+        if not isinstance(arguments, str):
             args = model.model_validate(dict(arguments))
         elif arguments.strip():
             args = model.model_validate_json(arguments)
