@@ -17,6 +17,7 @@ from dsh import Context
 from dsh.testing import Reply, ScriptedModel, write_deployment
 from dsh_agent import Agent
 from dsh_agent_core import AgentCore
+from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, ReasoningDelta, TextDelta
 from dsh_stdio_agent import StdioAgent
 from dsh_tools import Tool, ToolCall
 
@@ -32,6 +33,20 @@ Type a message and press Enter to send it to the agent. Commands:
   /tokens          the tokens this session has used
 Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.
 """
+
+
+def reasoning_reply() -> list[Chunk]:
+    """A thought ("let me think"), then the answer "answer"."""
+    return [
+        BlockStart(0, "reasoning"),
+        ReasoningDelta(0, "let me "),
+        ReasoningDelta(0, "think"),
+        BlockEnd(0),
+        BlockStart(1, "text"),
+        TextDelta(1, "answer"),
+        BlockEnd(1),
+        Finish("stop"),
+    ]
 
 
 class EchoArgs(BaseModel):
