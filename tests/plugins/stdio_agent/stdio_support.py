@@ -20,6 +20,7 @@ from dsh_agent_core import AgentCore
 from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, ReasoningDelta, TextDelta
 from dsh_stdio_agent import StdioAgent
 from dsh_tools import Tool, ToolCall
+from tests.support import quoting_model_plugin
 
 #: The line REPL's ``/help`` with agent-core and the front-end: what they register.
 LINE_HELP = """\
@@ -167,23 +168,9 @@ SHELL_DEPLOYMENT = """\
 - {id: approval, name: approval, config: {policy: ask}}
 """
 
-SHELL_MODEL = """\
-from dsh.testing import ScriptedModel, text, tool_call, tool_calls
-from dsh_llm import ToolResultBlock
-
-inject = ["llm"]
-
-
-def respond(request):
-    last = request.messages[-1].content[0]
-    if isinstance(last, ToolResultBlock):
-        return text(f"result: {last.content}")
-    return tool_calls(tool_call("bash", {"command": "printf ALLOWED"}))
-
-
-def apply(ctx, config):
-    return ScriptedModel(respond=respond).install(ctx)
-"""
+SHELL_MODEL = quoting_model_plugin(
+    'return tool_calls(tool_call("bash", {"command": "printf ALLOWED"}))'
+)
 
 
 def shell_deployment(directory: Path) -> Path:
