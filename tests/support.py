@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,26 @@ def entry_after(first: str, entry: str, plugin: str, config: str) -> str:
     """Deployment YAML of two entries: ``first`` on line 1, then ``entry`` of ``plugin``
     on line 2, its ``config:`` on line 4 followed by ``config``."""
     return f"{first}\n- id: {entry}\n  name: {plugin}\n  config: {config}\n"
+def quoting_model_plugin(answer: str, imports: str = "") -> str:
+    """The source of a model plugin module serving ``scripted``: a tool result in the last
+    message is answered with ``result: <its content>``; anything else with ``answer``, the
+    rest of ``respond(request)`` (``last`` is the last message's first block), written
+    at the left margin. ``imports`` go above the ones it needs itself."""
+    body = textwrap.indent(textwrap.dedent(answer).strip("\n"), "    ")
+    return f"""\
+{imports}from dsh.testing import ScriptedModel, text, tool_call, tool_calls
+from dsh_llm import ToolResultBlock
+
+inject = ["llm"]
+
+
+def respond(request):
+    last = request.messages[-1].content[0]
+    if isinstance(last, ToolResultBlock):
+        return text(f"result: {{last.content}}")
+{body}
+
+
+def apply(ctx, config):
+    return ScriptedModel(respond=respond).install(ctx)
+"""

@@ -29,6 +29,7 @@ from dsh.testing import Reply, ScriptedModel, write_deployment
 from dsh_acp import AcpAgent, AcpFrontend
 from dsh_agent_core import AgentCore
 from dsh_tools import Tool, ToolCall
+from tests.support import quoting_model_plugin
 
 #: An answer to a permission request that cancels it (as a client does on cancel).
 CANCEL = "cancel"
@@ -203,18 +204,8 @@ async def acp_rig(
 #: The model of the subprocess deployment: it answers from the last user message.
 #: "hello" → a thought and a two-part answer; "run <command>" → a bash call, then
 #: the result quoted; "plan" → a todo list; "hang" → some text, then it waits forever.
-PROCESS_MODEL = """\
-import anyio
-from dsh.testing import ScriptedModel, Wait, text, tool_call, tool_calls
-from dsh_llm import BlockEnd, BlockStart, Finish, ReasoningDelta, TextDelta, ToolResultBlock
-
-inject = ["llm"]
-
-
-def respond(request):
-    last = request.messages[-1].content[0]
-    if isinstance(last, ToolResultBlock):
-        return text(f"result: {last.content}")
+PROCESS_MODEL = quoting_model_plugin(
+    """
     said = last.text
     if said == "hello":
         return [
@@ -233,11 +224,13 @@ def respond(request):
     if said == "hang":
         return [BlockStart(0, "text"), TextDelta(0, "working"), Wait(anyio.Event())]
     return text(f"you said: {said}")
-
-
-def apply(ctx, config):
-    return ScriptedModel(respond=respond).install(ctx)
-"""
+    """,
+    imports=(
+        "import anyio\n"
+        "from dsh.testing import Wait\n"
+        "from dsh_llm import BlockEnd, BlockStart, Finish, ReasoningDelta, TextDelta\n"
+    ),
+)
 
 #: A plugin that writes to stdout on load (which must reach stderr, not the
 #: protocol) and leaves a marker file when it is disposed.

@@ -11,13 +11,24 @@ from typing import Any
 import anyio
 
 from dsh import Context, Fiber
-from dsh.testing import until
+from dsh.testing import until, write_deployment
 from dsh_mcp import Mcp, McpServer
 from dsh_system_prompt import SystemPrompt
 from dsh_tools import ToolResult, Tools
 
 #: The MCP server the tests run (see its docstring for the options).
 SERVER = Path(__file__).parent / "servers" / "echo_server.py"
+
+
+def mcp_deployment(directory: Path, servers: str, extra: str = "") -> Path:
+    """A deployment with the system prompt, the tools and ``mcp`` with ``servers``
+    (YAML lines at the depth of the server names; the first is the file's line 7) and
+    the ``extra`` config lines."""
+    return write_deployment(
+        directory,
+        "- name: system-prompt\n- name: tools\n- id: mcp\n  name: mcp\n  config:\n"
+        f"{extra}    servers:\n{servers}",
+    )
 
 
 def stdio(*options: str, **fields: Any) -> dict[str, Any]:

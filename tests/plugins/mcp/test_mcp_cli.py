@@ -11,7 +11,7 @@ import pytest
 
 from dsh.cli import main
 from dsh.testing import write_deployment
-from tests.plugins.mcp.mcp_support import SERVER
+from tests.plugins.mcp.mcp_support import SERVER, mcp_deployment
 from tests.plugins.mcp.servers.echo_server import SEARCH_SCHEMA
 from tests.support import run_dsh
 
@@ -53,20 +53,12 @@ def test_dsh_prompt_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_a_command_that_is_not_a_server_is_one_located_warning(tmp_path: Path) -> None:
-    path = write_deployment(
+    path = mcp_deployment(
         tmp_path,
-        """\
-        - name: system-prompt
-        - name: tools
-        - id: mcp
-          name: mcp
-          config:
-            servers:
-              echoes: {command: cat}
-              talks:
-                command: sh
-                args: ["-c", "echo 'Usage: talks [options]'; cat > /dev/null"]
-        """,
+        "      echoes: {command: cat}\n"
+        "      talks:\n"
+        "        command: sh\n"
+        """        args: ["-c", "echo 'Usage: talks [options]'; cat > /dev/null"]\n""",
     )
     done = run_dsh("check", str(path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -81,17 +73,8 @@ def test_a_command_that_is_not_a_server_is_one_located_warning(tmp_path: Path) -
 
 def test_a_servers_stderr_goes_to_its_log_and_to_the_terminal_with_v(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    path = write_deployment(
-        tmp_path,
-        f"""\
-        - name: system-prompt
-        - name: tools
-        - id: mcp
-          name: mcp
-          config:
-            servers:
-              echo: {{command: {sys.executable}, args: [{SERVER}, --chatter]}}
-        """,
+    path = mcp_deployment(
+        tmp_path, f"      echo: {{command: {sys.executable}, args: [{SERVER}, --chatter]}}\n"
     )
     env = {**os.environ, "XDG_STATE_HOME": str(state)}
     quiet = run_dsh("check", str(path), cwd=tmp_path, env=env)

@@ -14,13 +14,21 @@ from mcp.types import ErrorData
 
 import dsh_mcp
 from dsh import ConfigError, Context, DshError, FiberState, PluginLoadError, load_deployment
-from dsh.testing import capture_logs, state, write_deployment
+from dsh.testing import capture_logs, state
 from dsh_mcp import Mcp, McpStartupError
 from dsh_mcp._server import _reason
 from dsh_system_prompt import SystemPrompt
 from dsh_tools import Tool, ToolResult, Tools
 from tests.plugins.bash.bash_support import alive, make_fifo, read_fifo
-from tests.plugins.mcp.mcp_support import SERVER, call, mcp_runtime, server_of, stdio, tool_names
+from tests.plugins.mcp.mcp_support import (
+    SERVER,
+    call,
+    mcp_deployment,
+    mcp_runtime,
+    server_of,
+    stdio,
+    tool_names,
+)
 from tests.plugins.tools.tools_support import NoArgs, answer
 
 pytestmark = pytest.mark.anyio
@@ -35,16 +43,6 @@ def closed_port() -> Iterator[int]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield sock.getsockname()[1]
-
-
-def deployment(directory: Path, servers: str, extra: str = "") -> Path:
-    """A deployment with the system prompt, the tools and ``mcp`` with ``servers``
-    (YAML lines at the depth of the server names)."""
-    return write_deployment(
-        directory,
-        "- name: system-prompt\n- name: tools\n- id: mcp\n  name: mcp\n  config:\n"
-        f"{extra}    servers:\n{servers}",
-    )
 
 
 def line_of(path: Path, text: str) -> int:
@@ -113,7 +111,7 @@ async def test_disposing_the_plugin_while_a_server_starts_kills_it(tmp_path: Pat
 
 
 async def test_the_warning_names_the_deployment_file_and_line(tmp_path: Path) -> None:
-    path = deployment(
+    path = mcp_deployment(
         tmp_path,
         f"      echo: {{command: {sys.executable}, args: [{SERVER}]}}\n"
         f"      broken:\n        command: {MISSING}\n",
@@ -150,7 +148,7 @@ async def test_fail_on_startup_error_fails_the_plugin_and_stops_the_rest(
 async def test_fail_on_startup_error_in_a_deployment_names_file_line_and_server(
     tmp_path: Path,
 ) -> None:
-    path = deployment(
+    path = mcp_deployment(
         tmp_path,
         f"      first:\n        command: {MISSING}\n      second: {{command: {MISSING}-too}}\n",
         extra="    fail_on_startup_error: true\n",

@@ -13,7 +13,7 @@ import pytest
 
 import dsh_mcp
 from dsh import Context, load_deployment
-from dsh.testing import ScriptedModel, run_turn, text, tool_call, tool_calls, write_deployment
+from dsh.testing import ScriptedModel, run_turn, text, tool_call, tool_calls
 from dsh_agent_core import AgentCore
 from dsh_mcp import Mcp, McpArguments, backoff, tool_name
 from dsh_tools import ToolResult
@@ -21,6 +21,7 @@ from tests.plugins.bash.bash_support import alive
 from tests.plugins.mcp.mcp_support import (
     SERVER,
     call,
+    mcp_deployment,
     mcp_runtime,
     pid_of,
     server_of,
@@ -214,18 +215,11 @@ async def test_env_is_added_to_the_default_environment(monkeypatch: pytest.Monke
 async def test_a_relative_cwd_is_relative_to_the_deployment_file(tmp_path: Path) -> None:
     (tmp_path / "deploy" / "work").mkdir(parents=True)
     (tmp_path / "elsewhere").mkdir()
-    path = write_deployment(
+    command = f"command: {sys.executable}, args: [{SERVER}]"
+    path = mcp_deployment(
         tmp_path / "deploy",
-        f"""\
-        - name: system-prompt
-        - name: tools
-        - id: mcp
-          name: mcp
-          config:
-            servers:
-              here: {{command: {sys.executable}, args: [{SERVER}], cwd: work}}
-              there: {{command: {sys.executable}, args: [{SERVER}], cwd: {tmp_path}/elsewhere}}
-        """,
+        f"      here: {{{command}, cwd: work}}\n"
+        f"      there: {{{command}, cwd: {tmp_path}/elsewhere}}\n",
     )
     async with Context() as root:
         await load_deployment(path, root)

@@ -17,8 +17,10 @@ from dsh import Context
 from dsh.testing import Reply, ScriptedModel, write_deployment
 from dsh_agent import Agent
 from dsh_agent_core import AgentCore
+from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, ReasoningDelta, TextDelta
 from dsh_stdio_agent import StdioAgent
 from dsh_tools import Tool, ToolCall
+from tests.support import quoting_model_plugin
 
 #: The line REPL's ``/help`` with agent-core and the front-end: what they register.
 LINE_HELP = """\
@@ -32,6 +34,20 @@ Type a message and press Enter to send it to the agent. Commands:
   /tokens          the tokens this session has used
 Ctrl-C cancels the running turn; a second Ctrl-C in a row quits.
 """
+
+
+def reasoning_reply() -> list[Chunk]:
+    """A thought ("let me think"), then the answer "answer"."""
+    return [
+        BlockStart(0, "reasoning"),
+        ReasoningDelta(0, "let me "),
+        ReasoningDelta(0, "think"),
+        BlockEnd(0),
+        BlockStart(1, "text"),
+        TextDelta(1, "answer"),
+        BlockEnd(1),
+        Finish("stop"),
+    ]
 
 
 class EchoArgs(BaseModel):
@@ -152,23 +168,9 @@ SHELL_DEPLOYMENT = """\
 - {id: approval, name: approval, config: {policy: ask}}
 """
 
-SHELL_MODEL = """\
-from dsh.testing import ScriptedModel, text, tool_call, tool_calls
-from dsh_llm import ToolResultBlock
-
-inject = ["llm"]
-
-
-def respond(request):
-    last = request.messages[-1].content[0]
-    if isinstance(last, ToolResultBlock):
-        return text(f"result: {last.content}")
-    return tool_calls(tool_call("bash", {"command": "printf ALLOWED"}))
-
-
-def apply(ctx, config):
-    return ScriptedModel(respond=respond).install(ctx)
-"""
+SHELL_MODEL = quoting_model_plugin(
+    'return tool_calls(tool_call("bash", {"command": "printf ALLOWED"}))'
+)
 
 
 def shell_deployment(directory: Path) -> Path:

@@ -63,11 +63,16 @@ def test_run_picks_the_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().err == 'unknown agent "c"; known agents: "a", "b"\n'
 
 
+def front_end_deployment(tmp_path: Path, agent: str) -> Path:
+    """Agents ``a`` and ``b``, and a stdio-agent entry that talks to ``agent``."""
+    extra = f"- {{id: chat, name: stdio-agent, config: {{agent: {agent}}}}}\n"
+    return echo_deployment(tmp_path, TWO_AGENTS, extra)
+
+
 def test_run_uses_the_deployment_front_end(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    extra = "- {id: chat, name: stdio-agent, config: {agent: b}}\n"
-    path = echo_deployment(tmp_path, TWO_AGENTS, extra)
+    path = front_end_deployment(tmp_path, "b")
     assert cli.main(["run", str(path), "-p", "echo from b"]) == 0
     assert capsys.readouterr().out == "The echo tool returned: from b\n"
 
@@ -75,8 +80,7 @@ def test_run_uses_the_deployment_front_end(
 def test_a_front_end_configured_for_an_undeclared_agent_fails_check_and_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    extra = "- {id: chat, name: stdio-agent, config: {agent: nobody}}\n"
-    path = echo_deployment(tmp_path, TWO_AGENTS, extra)
+    path = front_end_deployment(tmp_path, "nobody")
     expected = f'{path}:4: stdio-agent: agent "nobody" is not declared; known agents: "a", "b"\n'
     assert cli.main(["check", str(path)]) == 1
     assert capsys.readouterr() == ("", expected)
@@ -85,7 +89,7 @@ def test_a_front_end_configured_for_an_undeclared_agent_fails_check_and_run(
     # An agent named on the command line is the one talked to.
     assert cli.main(["run", str(path), "--agent", "b", "-p", "hi"]) == 0
     assert capsys.readouterr().out == "You said: hi. Try `echo <words>`.\n"
-    path = echo_deployment(tmp_path, TWO_AGENTS, extra.replace("nobody", "b"))
+    path = front_end_deployment(tmp_path, "b")
     assert cli.main(["check", str(path)]) == 0
     assert capsys.readouterr().out.startswith(f"{path}: ok (4 plugin entries active, ")
 

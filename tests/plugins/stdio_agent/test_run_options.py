@@ -80,12 +80,18 @@ def test_piped_context_in_a_subprocess(tmp_path: Path) -> None:
     assert without_session_line(done.stderr) == ""
 
 
+def stored_echo_deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str) -> Path:
+    """The echo deployment on ``model``, storing its sessions under ``tmp_path/stored``
+    (the current directory)."""
+    monkeypatch.chdir(tmp_path)
+    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
+    return echo_deployment(tmp_path, f"{{model: {model}}}", extra)
+
+
 def test_model_overrides_the_agents_model_and_the_header_records_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
-    path = echo_deployment(tmp_path, "{model: not-served}", extra)
+    path = stored_echo_deployment(tmp_path, monkeypatch, "not-served")
     assert cli.main(["run", str(path), "-m", "echo-mock", "-p", "echo hi"]) == 0
     assert capsys.readouterr().out == "The echo tool returned: hi\n"
     assert cli.main(["sessions", str(path)]) == 0
@@ -95,9 +101,7 @@ def test_model_overrides_the_agents_model_and_the_header_records_it(
 def test_a_model_no_adapter_serves_is_refused_before_anything_is_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
-    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
+    path = stored_echo_deployment(tmp_path, monkeypatch, "echo-mock")
     assert cli.main(["run", str(path), "-m", "gpt-9000", "-p", "hi"]) == 1
     assert capsys.readouterr() == (
         "",

@@ -17,13 +17,10 @@ from dsh import Context, FiberState, ServiceNotFoundError
 from dsh.testing import Mark, Reply, Wait, text, tool_call, tool_calls
 from dsh_agent import StepBlocked
 from dsh_llm import (
-    BlockEnd,
     BlockStart,
-    Chunk,
     Finish,
     LlmFailure,
     Message,
-    ReasoningDelta,
     TextDelta,
 )
 from dsh_session import Session
@@ -38,7 +35,7 @@ from dsh_stdio_agent import (
 )
 from dsh_stdio_agent._report import describe_end
 from dsh_tools import Tool, ToolCall
-from tests.plugins.stdio_agent.stdio_support import LINE_HELP, EchoArgs, front_rig
+from tests.plugins.stdio_agent.stdio_support import LINE_HELP, EchoArgs, front_rig, reasoning_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -129,19 +126,6 @@ async def test_max_tokens_is_success_flagged_on_stderr() -> None:
         assert r.err.getvalue() == "[max-tokens] the answer stopped at the model's token limit\n"
 
 
-def reasoning_reply() -> list[Chunk]:
-    return [
-        BlockStart(0, "reasoning"),
-        ReasoningDelta(0, "let me "),
-        ReasoningDelta(0, "think"),
-        BlockEnd(0),
-        BlockStart(1, "text"),
-        TextDelta(1, "answer"),
-        BlockEnd(1),
-        Finish("stop"),
-    ]
-
-
 async def test_reasoning_is_hidden_unless_configured() -> None:
     async with front_rig(reasoning_reply()) as r:
         assert await r.front.run(prompt="hi") == EXIT_OK
@@ -153,7 +137,17 @@ async def test_reasoning_is_hidden_unless_configured() -> None:
         assert r.both.getvalue() == "let me think\nanswer\n"
 
 
-async def test_ctrl_c_cancels_the_one_shot_turn() -> None:
+def raise_sigint(r: Any) -> None:
+    # run() installs its SIGINT receiver before it sends anything.
+    signal.raise_signal(signal.SIGINT)
+
+
+@pytest.mark.parametrize(
+    "interrupt",
+    [lambda r: r.front.interrupt(), raise_sigint],
+    ids=["ctrl-c", "a-real-sigint-takes-the-same-path"],
+)
+async def test_ctrl_c_cancels_the_one_shot_turn(interrupt: Callable[[Any], None]) -> None:
     streamed = anyio.Event()
     async with front_rig(hanging(streamed)) as r, anyio.create_task_group() as tg:
         status = await run_in_background(tg, lambda: r.front.run(prompt="hi"))
@@ -161,22 +155,11 @@ async def test_ctrl_c_cancels_the_one_shot_turn() -> None:
         # Another session's events are not this chat's business.
         other = r.root.sessions.create()
         other.append("turn/end", {"turn": 1, "reason": {"kind": "blocked", "message": "x"}})
-        r.front.interrupt()
+        interrupt(r)
         await r.agent.when_idle()
         assert r.agent.session.turn_end(1) == {"kind": "aborted", "reason": "user"}
     assert status == [EXIT_INTERRUPTED]
     assert r.out.getvalue() == "thinking\n"
-    assert r.err.getvalue() == "[aborted] the turn was cancelled (user)\n"
-
-
-async def test_a_real_sigint_takes_the_same_path() -> None:
-    streamed = anyio.Event()
-    async with front_rig(hanging(streamed)) as r, anyio.create_task_group() as tg:
-        status = await run_in_background(tg, lambda: r.front.run(prompt="hi"))
-        await streamed.wait()
-        # run() installs its SIGINT receiver before it sends anything.
-        signal.raise_signal(signal.SIGINT)
-    assert status == [EXIT_INTERRUPTED]
     assert r.err.getvalue() == "[aborted] the turn was cancelled (user)\n"
 
 

@@ -32,28 +32,29 @@ def run_printf(word: str) -> Any:
     return tool_calls(tool_call("bash", {"command": f"printf {word}"}))
 
 
-async def test_the_repl_asks_and_a_yes_runs_the_command() -> None:
-    async with front_rig(run_printf("HELLO"), text("ran"), plugins=ASK) as r:
-        r.lines.feed("go", "y", "/exit")
-        assert await r.front.run() == EXIT_OK
-    assert r.both.getvalue() == (
-        '[tool] bash {"command": "printf HELLO"}\n'
-        "Allow bash: printf HELLO? [y/N] y\n"
-        "[tool] bash -> HELLO\n"
-        "ran\n"
-    )
-
-
-@pytest.mark.parametrize("answer", ["n", "", "whatever"])
-async def test_anything_but_y_declines_and_the_turn_goes_on(answer: str) -> None:
-    async with front_rig(run_printf("NOPE"), text("ok, not running it"), plugins=ASK) as r:
+@pytest.mark.parametrize(
+    ("answer", "word", "reply"),
+    [
+        ("y", "HELLO", "ran"),
+        *((answer, "NOPE", "ok, not running it") for answer in ("n", "", "whatever")),
+    ],
+    ids=["a-yes-runs-the-command", "n-declines", "empty-declines", "whatever-declines"],
+)
+async def test_the_repl_asks_and_only_y_runs_the_command(
+    answer: str, word: str, reply: str
+) -> None:
+    # Anything but y declines, and the turn goes on.
+    async with front_rig(run_printf(word), text(reply), plugins=ASK) as r:
         r.lines.feed("go", answer, "/exit")
         assert await r.front.run() == EXIT_OK
+    if answer == "y":
+        outcome = f"y\n[tool] bash -> {word}\n"
+    else:
+        declined = f"Error: the user declined: bash: printf {word}"
+        outcome = f"n\n[tool] bash failed (APPROVAL_DENIED): {declined}\n"
     assert r.both.getvalue() == (
-        '[tool] bash {"command": "printf NOPE"}\n'
-        "Allow bash: printf NOPE? [y/N] n\n"
-        "[tool] bash failed (APPROVAL_DENIED): Error: the user declined: bash: printf NOPE\n"
-        "ok, not running it\n"
+        f'[tool] bash {{"command": "printf {word}"}}\n'
+        f"Allow bash: printf {word}? [y/N] {outcome}{reply}\n"
     )
 
 

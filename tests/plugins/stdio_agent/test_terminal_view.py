@@ -17,13 +17,13 @@ from rich.text import Text
 
 from dsh.testing import Mark, Reply, Wait, text, tool_call, tool_calls
 from dsh_approval import Approval, ApprovalRequest
-from dsh_llm import BlockEnd, BlockStart, Chunk, Finish, LlmFailure, ReasoningDelta, TextDelta
+from dsh_llm import Finish, LlmFailure
 from dsh_stdio_agent import EXIT_OK
 from dsh_stdio_agent._terminal import TerminalChat
 from dsh_stdio_agent._view import REDRAW, SPINNER, View
 from dsh_tool_todo import ToolTodo
 from dsh_tools import Tool, ToolCall
-from tests.plugins.stdio_agent.stdio_support import EchoArgs
+from tests.plugins.stdio_agent.stdio_support import EchoArgs, reasoning_reply
 from tests.plugins.stdio_agent.terminal_support import WIDTH, TerminalRig, screen, terminal_rig
 
 pytestmark = pytest.mark.anyio
@@ -185,19 +185,6 @@ async def test_plain_text_without_markdown(plain: str, monkeypatch: pytest.Monke
         assert await chat(t, "hi\r\x04") == EXIT_OK
         lines = t.screen()
     assert lines[1:-1] == ["Some **bold**", "line two", "", "tail"]
-
-
-def reasoning_reply() -> list[Chunk]:
-    return [
-        BlockStart(0, "reasoning"),
-        ReasoningDelta(0, "let me "),
-        ReasoningDelta(0, "think"),
-        BlockEnd(0),
-        BlockStart(1, "text"),
-        TextDelta(1, "answer"),
-        BlockEnd(1),
-        Finish("stop"),
-    ]
 
 
 @pytest.mark.parametrize("show", [True, False])

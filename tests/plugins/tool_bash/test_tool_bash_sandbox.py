@@ -31,7 +31,7 @@ from dsh_tool_bash import (
 from dsh_tools import ToolCall, ToolResult, Tools
 from tests.plugins.bash.bash_support import tool_runtime
 from tests.plugins.bash_local.sandbox_support import SANDBOXED, Recording, sandboxed_shell
-from tests.support import event_data
+from tests.support import event_data, quoting_model_plugin
 
 pytestmark = pytest.mark.anyio
 
@@ -372,25 +372,13 @@ def apply(ctx, config):
     return ctx.sandbox.set_mechanism(Recording())
 """
 
-MODEL = """\
-from dsh.testing import ScriptedModel, text, tool_call, tool_calls
-from dsh_llm import ToolResultBlock
-
-inject = ["llm"]
-
-
-def respond(request):
-    last = request.messages[-1].content[0]
-    if isinstance(last, ToolResultBlock):
-        return text(f"result: {last.content}")
+MODEL = quoting_model_plugin(
+    """
     return tool_calls(
         tool_call("bash", {"command": "printf LEFT${SANDBOXED}", "unsandboxed": True})
     )
-
-
-def apply(ctx, config):
-    return ScriptedModel(respond=respond).install(ctx)
-""".replace("${SANDBOXED}", f"${SANDBOXED}")
+    """.replace("${SANDBOXED}", f"${SANDBOXED}")
+)
 
 DEPLOYMENT = """\
 - {id: model, name: ./model.py}
