@@ -156,6 +156,8 @@ def entry_after(first: str, entry: str, plugin: str, config: str) -> str:
     """Deployment YAML of two entries: ``first`` on line 1, then ``entry`` of ``plugin``
     on line 2, its ``config:`` on line 4 followed by ``config``."""
     return f"{first}\n- id: {entry}\n  name: {plugin}\n  config: {config}\n"
+
+
 def quoting_model_plugin(answer: str, imports: str = "") -> str:
     """The source of a model plugin module serving ``scripted``: a tool result in the last
     message is answered with ``result: <its content>``; anything else with ``answer``, the
