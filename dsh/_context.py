@@ -184,7 +184,7 @@ class Context:
             d._discard()
             raise
         if d._start(result):
-            self._rt.spawn(functools.partial(d._setup_in_background, result))
+            self._rt.spawn(functools.partial(d._setup_in_background, result), f"dsh {label}")
         return d
 
     def task(
@@ -193,6 +193,7 @@ class Context:
         """Run ``fn(*args)`` in the background as an effect; disposing cancels it."""
         fiber = self._fiber
         rt = self._rt
+        name = label or f"task {getattr(fn, '__name__', fn)!s}"
 
         def start() -> Callable[[], Awaitable[None] | None]:
             scope = anyio.CancelScope()
@@ -204,12 +205,12 @@ class Context:
                         await fn(*args)
                 except Exception as exc:
                     fiber.logger.error(
-                        'plugin "%s": task %r failed', fiber.name, d.label, exc_info=exc
+                        'plugin "%s": task %r failed', fiber.name, name, exc_info=exc
                     )
                 finally:
                     done.set()
 
-            rt.spawn(run)
+            rt.spawn(run, f"dsh {name}")
 
             def stop() -> Awaitable[None] | None:
                 if done.is_set():  # ended by itself: nothing to cancel or wait for
@@ -219,8 +220,7 @@ class Context:
 
             return stop
 
-        d = self.effect(start, label=label or f"task {getattr(fn, '__name__', fn)!s}")
-        return d
+        return self.effect(start, label=name)
 
     # -- services -----------------------------------------------------------------------
 

@@ -223,7 +223,9 @@ class Fiber:
             if isinstance(step, bool):
                 self._end_drive()
         if step is not False:
-            self.runtime.spawn(functools.partial(self._drive_async, step))
+            self.runtime.spawn(
+                functools.partial(self._drive_async, step), f"dsh transition of {self.name}"
+            )
 
     async def _drive_async(self, waiting: Awaitable[None]) -> None:
         try:

@@ -97,9 +97,10 @@ class Runtime:
             )
         return tg
 
-    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Run ``fn`` in the root task group; it must handle its own errors."""
-        self.require_open().start_soon(fn)
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        """Run ``fn`` in the root task group, as a task called ``name`` (given, so
+        that anyio does not work one out); it must handle its own errors."""
+        self.require_open().start_soon(fn, name=name)
 
     # -- transitions --------------------------------------------------------------------
 
@@ -112,7 +113,7 @@ class Runtime:
         variables of the code that asked for it, as a task spawned there would.
         """
         if not self._flushing:
-            self.spawn(self._flush)
+            self.spawn(self._flush, "dsh transitions")
             self._flushing = True
         self._queue.append((fiber, contextvars.copy_context()))
 

@@ -320,7 +320,7 @@ class LoopAgent:
         if not self._in_session:
             return False
         self._in_session = False
-        return self._loop.session_end.heard(self)
+        return bool(self._loop.session_end.heard(self))
 
     async def drive(self) -> None:
         """Run one turn per queued message until none is left, then return: the agent
