@@ -13,6 +13,7 @@ import inspect
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import aclosing
+from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -125,14 +126,19 @@ class Disposer:
 
     def _start(self, result: EffectBody) -> bool:
         """Interpret a body's result; True when an asynchronous setup must follow."""
+        # The common kinds by exact type first (no generator or coroutine is callable).
+        kind = type(result)
         if result is None:
             self._settle()
+        elif kind is GeneratorType:
+            self._drain(result)
+        elif kind is CoroutineType or kind is AsyncGeneratorType:
+            self._setting_up = True
+            return True
         elif callable(result):
             self._collect(result)
             self._settle()
-        elif inspect.isgenerator(result):
-            self._drain(result)
-        elif inspect.isasyncgen(result) or inspect.isawaitable(result):
+        elif inspect.isawaitable(result):
             self._setting_up = True
             return True
         else:
@@ -192,7 +198,7 @@ class Disposer:
                 self._setup_scope = scope
                 if self._phase >= _UNWINDING:
                     scope.cancel()
-                if inspect.isasyncgen(result):
+                if type(result) is AsyncGeneratorType:
                     await self._drain_async(result)
                 else:
                     value = await result

@@ -161,7 +161,8 @@ class Fiber:
             )
 
     def add_effect(self, label: str) -> Disposer:
-        self.check_alive()
+        if self.parent is None or self._disposed or self.state is FiberState.UNLOADING:
+            self.check_alive()  # raises, unless this is the root of an open runtime
         d = Disposer(self, label)
         d._top = True
         self._effects[d] = None
