@@ -246,7 +246,7 @@ class Context:
         return value
 
     def __getattr__(self, key: str) -> Any:
-        if key.startswith("_"):
+        if key[:1] == "_":
             raise AttributeError(key)
         prov = self._rt.lookup(key)
         if prov is None:
