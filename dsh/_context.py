@@ -151,16 +151,22 @@ class Context:
     ) -> Fiber:
         """``plugin(...)``, for the runtime's own callers: ``name`` and ``entry`` say
         where a deployment's plugin came from; ``now`` loads at once, before returning
-        (only for a body known to be the caller's own, e.g. a scope's empty one)."""
+        (only for a body known to be the caller's own, e.g. a scope's empty one: its
+        spec is described once per runtime)."""
         parent = self._fiber
         parent.check_alive()
         rt = self._rt
-        spec = plugin_spec(plugin, name) if name is not None else rt.spec_of(plugin)
+        if name is not None:
+            spec = plugin_spec(plugin, name)
+        elif now:
+            spec = rt.static_spec(plugin)
+        else:
+            spec = rt.spec_of(plugin)
         if spec.hookspecs is not None:
             rt.events.add_hookspecs(spec.hookspecs)
         fiber = Fiber(rt, parent, spec, config, entry=entry)
         fiber.ctx = Context._derive(rt, fiber, self.scope)
-        if name is None:
+        if name is None and not now:
             fiber.spec_key = id(plugin)
         fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")
         fiber.dispose.bounded = False

@@ -50,6 +50,10 @@ class Runtime:
         #: Specs of the plugin objects fibers run, by ``id(plugin)``: the plugin, its
         #: spec and how many fibers use it (released when the last one is forgotten).
         self.plugin_specs: dict[int, list[Any]] = {}
+        #: Specs of the bodies the runtime's own callers load at once (``now``: a
+        #: scope's), by body: each is a function of its caller's module, so it is
+        #: described once and kept, not released with each fiber.
+        self.static_specs: dict[object, PluginSpec] = {}
         self._uid = 0
         self._slots: dict[str, _Provision] = {}
         self._dependents: dict[str, set[Fiber]] = {}
@@ -73,6 +77,14 @@ class Runtime:
             return spec
         spec = plugin_spec(plugin)
         self.plugin_specs[id(plugin)] = [plugin, spec, 1]
+        return spec
+
+    def static_spec(self, body: object) -> PluginSpec:
+        """The spec of ``body``, a plugin the runtime's own code loads at once (made on
+        first use, then kept)."""
+        spec = self.static_specs.get(body)
+        if spec is None:
+            spec = self.static_specs[body] = plugin_spec(body)
         return spec
 
     def release_spec(self, key: int) -> None:
