@@ -60,6 +60,42 @@ def echo_deployment(directory: Path, core: str, extra: str = "") -> Path:
     )
 
 
+#: A ``dsh-session-jsonl`` store entry keeping sessions under ``stored`` (relative).
+JSONL_STORE = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
+
+
+def stored_echo_deployment(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str = "echo-mock",
+    store: str = JSONL_STORE,
+) -> Path:
+    """The echo deployment on ``model`` with the ``store`` entry, written to
+    ``tmp_path``, which becomes the current directory (where relative stores keep their
+    sessions)."""
+    monkeypatch.chdir(tmp_path)
+    return echo_deployment(tmp_path, f"{{model: {model}}}", store)
+
+
+def first_stored_session(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """``dsh sessions PATH`` lists nothing, ``dsh run PATH -p 'echo one'`` succeeds;
+    the line ``dsh sessions PATH`` then lists for that one session."""
+    from dsh import cli
+
+    assert cli.main(["sessions", str(path)]) == 0
+    assert capsys.readouterr().out == "no stored sessions\n"
+    assert cli.main(["run", str(path), "-p", "echo one"]) == 0
+    capsys.readouterr()
+    assert cli.main(["sessions", str(path)]) == 0
+    line: str = capsys.readouterr().out
+    return line
+
+
+def _dsh(args: Sequence[str], **options: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m dsh ARGS`` in a subprocess with text streams, its status unchecked."""
+    return subprocess.run([sys.executable, "-m", "dsh", *args], text=True, check=False, **options)
+
+
 def run_dsh(
     *args: str,
     stdin: str = "",
@@ -69,16 +105,7 @@ def run_dsh(
 ) -> subprocess.CompletedProcess[str]:
     """``python -m dsh ARGS`` as a user runs it, in a subprocess fed ``stdin``; the
     ``timeout`` fails a test instead of hanging it."""
-    return subprocess.run(
-        [sys.executable, "-m", "dsh", *args],
-        input=stdin,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return _dsh(args, input=stdin, cwd=cwd, env=env, capture_output=True, timeout=timeout)
 
 
 def run_dsh_into_closed_pipe(
@@ -92,16 +119,8 @@ def run_dsh_into_closed_pipe(
     read, write = os.pipe()
     os.close(read)
     try:
-        return subprocess.run(
-            [sys.executable, "-m", "dsh", *args],
-            cwd=cwd,
-            env=env,
-            stdin=stdin,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
+        return _dsh(
+            args, cwd=cwd, env=env, stdin=stdin, stdout=write, stderr=subprocess.PIPE, timeout=120
         )
     finally:
         os.close(write)

@@ -571,17 +571,11 @@ def test_dsh_sessions_lists_and_resumes_from_sqlite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from dsh import cli
-    from tests.support import echo_deployment
+    from tests.support import first_stored_session, stored_echo_deployment
 
-    monkeypatch.chdir(tmp_path)
-    extra = "- {id: store, name: session-sqlite, config: {path: stored.db}}\n"
-    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
-    assert cli.main(["sessions", str(path)]) == 0
-    assert capsys.readouterr().out == "no stored sessions\n"
-    assert cli.main(["run", str(path), "-p", "echo one"]) == 0
-    capsys.readouterr()
-    assert cli.main(["sessions", str(path)]) == 0
-    line = capsys.readouterr().out
+    store = "- {id: store, name: session-sqlite, config: {path: stored.db}}\n"
+    path = stored_echo_deployment(tmp_path, monkeypatch, store=store)
+    line = first_stored_session(path, capsys)
     session_id = line.split()[0]
     assert "  1 turn  tokens 11 in / 6 out  agent main  model echo-mock" in line
     assert line.endswith('  "echo one"\n')
