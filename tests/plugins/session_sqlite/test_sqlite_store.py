@@ -45,6 +45,7 @@ from tests.plugins.session_store.store_support import (
     chunk,
     entries,
     events_of,
+    located_from_home,
     turn,
 )
 
@@ -136,15 +137,10 @@ async def test_chunks_are_batched_and_each_commit_is_one_transaction(store: Sqli
 async def test_a_relative_path_is_taken_from_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    async with Context() as ctx:
-        await ctx.plugin(Sessions)
-        default = await ctx.plugin(SqliteSessions)
-        assert default.instance.path == tmp_path / ".dsh" / "sessions.db"
-        await default.dispose()
-        home = await ctx.plugin(SqliteSessions, {"path": "~/s.db", "fsync": False})
-        assert home.instance.path == tmp_path / "home" / "s.db"
+    at = located_from_home(
+        tmp_path, monkeypatch, SqliteSessions, key="path", default=".dsh/sessions.db", home="s.db"
+    )
+    async with at as (ctx, home):
         assert repr(home.instance) == f"<SqliteSessions {tmp_path / 'home' / 's.db'} (0 live)>"
         for bad, key in [({"path": ""}, "path"), ({"busy_timeout_ms": -1}, "busy_timeout_ms")]:
             with pytest.raises(ConfigError, match=key):

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
+
 from dsh import Context, Fiber
 from dsh_llm import Message, TextBlock, ToolCallBlock
 from dsh_session import (
@@ -457,3 +459,29 @@ def chunk(session: Session, i: int) -> None:
 def entries(path: Path) -> list[str]:
     """The names in directory ``path``, sorted."""
     return sorted(p.name for p in path.iterdir())
+
+
+@asynccontextmanager
+async def located_from_home(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    plugin: type[Any],
+    *,
+    key: str,
+    default: str,
+    home: str,
+) -> AsyncIterator[tuple[Context, Any]]:
+    """With ``tmp_path`` the current directory and ``tmp_path/home`` the home: the store
+    ``plugin`` started without config keeps its sessions at ``default`` (relative to the
+    current directory); started again with ``{key: "~/" + home}``, under the home. The
+    context and that second store, running."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        first = await ctx.plugin(plugin)
+        assert getattr(first.instance, key) == tmp_path / default
+        await first.dispose()
+        store = await ctx.plugin(plugin, {key: f"~/{home}", "fsync": False})
+        assert getattr(store.instance, key) == tmp_path / "home" / home
+        yield ctx, store
