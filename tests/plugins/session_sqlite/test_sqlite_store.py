@@ -137,11 +137,12 @@ async def test_chunks_are_batched_and_each_commit_is_one_transaction(store: Sqli
 async def test_a_relative_path_is_taken_from_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    home_db = tmp_path / "home" / "s.db"
     at = located_from_home(
         tmp_path, monkeypatch, SqliteSessions, key="path", default=".dsh/sessions.db", home="s.db"
     )
     async with at as (ctx, home):
-        assert repr(home.instance) == f"<SqliteSessions {tmp_path / 'home' / 's.db'} (0 live)>"
+        assert repr(home.instance) == f"<SqliteSessions {home_db} (0 live)>"
         for bad, key in [({"path": ""}, "path"), ({"busy_timeout_ms": -1}, "busy_timeout_ms")]:
             with pytest.raises(ConfigError, match=key):
                 await ctx.plugin(SqliteSessions, bad)
