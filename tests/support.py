@@ -9,13 +9,15 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dsh import Context, DeploymentError, load_deployment
-from dsh.testing import write_deployment
+from dsh.testing import ScriptedModel, write_deployment
+from dsh_agent_loop import LoopAgent
 from dsh_session import Session
 
 ROOT = Path(__file__).parents[1]
@@ -124,6 +126,28 @@ def run_dsh_into_closed_pipe(
         )
     finally:
         os.close(write)
+
+
+@dataclass
+class AgentRig:
+    """A root with an agent on a scripted model: what a test's rig is built on."""
+
+    root: Context
+    model: ScriptedModel
+    agent: LoopAgent
+
+    def result(self, n: int = 0) -> dict[str, Any]:
+        """The data of the agent's ``n``-th ``tool/result`` event."""
+        return dict(event_data(self.agent.session, "tool/result")[n])
+
+    def sent(self, n: int) -> list[str]:
+        """The texts of the user messages of the model's ``n``-th request."""
+        return [
+            block.text
+            for message in self.model.requests[n].messages
+            if message.role == "user"
+            for block in message.content
+        ]
 
 
 def event_types(session: Session) -> list[str]:
