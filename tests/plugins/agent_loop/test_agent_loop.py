@@ -67,6 +67,9 @@ pytestmark = pytest.mark.anyio
 
 BOUNDARIES = ("turn/start", "turn/end", "step/start", "step/end")
 
+#: An ``agent/pre-step`` listener's ``call_next``: the messages the rest of the chain sends.
+NextMessages = Callable[[], Awaitable[list[Message]]]
+
 
 # -- the rig ------------------------------------------------------------------------------
 
@@ -454,12 +457,11 @@ async def test_pre_step_runs_once_per_step_before_step_start() -> None:
             messages: list[Message],
             turn: int,
             step: int,
-            call_next: Callable[[], Any],
+            call_next: NextMessages,
         ) -> list[Message]:
             started = event_types(agent.session).count("step/start")
             seen.append((turn, step, len(messages), started))
-            result: list[Message] = await call_next()
-            return result
+            return await call_next()
 
         async def echo(args: Args, call: ToolCall) -> str:
             return "pong"
@@ -474,13 +476,7 @@ async def test_pre_step_runs_once_per_step_before_step_start() -> None:
 async def test_pre_step_rewrites_the_messages() -> None:
     async with loop_rig() as r:
 
-        def rewrite(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[Message]:
+        def rewrite(agent: LoopAgent, messages: list[Message], *_: Any) -> list[Message]:
             return [Message.user(f"rewritten: {m.text}") for m in messages]
 
         r.root.on("agent/pre-step", rewrite)
@@ -500,12 +496,11 @@ async def test_pre_step_adds_a_message() -> None:
             messages: list[Message],
             turn: int,
             step: int,
-            call_next: Callable[[], Any],
+            call_next: NextMessages,
         ) -> list[Message]:
             if step == 1:
                 messages.append(Message.user("extra context"))
-            result: list[Message] = await call_next()
-            return result
+            return await call_next()
 
         r.root.on("agent/pre-step", add)
         r.model.reply(text("ok"))
@@ -519,13 +514,7 @@ async def test_pre_step_adds_a_message() -> None:
 async def test_pre_step_blocks_the_step() -> None:
     async with loop_rig() as r:
 
-        def block(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[Message]:
+        def block(*_: Any) -> list[Message]:
             raise StepBlocked("not on a Sunday")
 
         r.root.on("agent/pre-step", block)
@@ -540,13 +529,7 @@ async def test_pre_step_blocks_the_step() -> None:
 async def test_pre_step_that_takes_every_message_ends_the_turn_without_a_step() -> None:
     async with loop_rig() as r:
 
-        def swallow(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[Message]:
+        def swallow(*_: Any) -> list[Message]:
             return []
 
         r.root.on("agent/pre-step", swallow)
@@ -560,13 +543,7 @@ async def test_pre_step_that_takes_every_message_ends_the_turn_without_a_step() 
 async def test_pre_step_must_return_messages() -> None:
     async with loop_rig() as r:
 
-        def wrong(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[str]:
+        def wrong(*_: Any) -> list[str]:
             return ["not a message"]
 
         r.root.on("agent/pre-step", wrong)
@@ -586,12 +563,11 @@ async def test_throwing_pre_step_fails_one_turn_and_the_queue_goes_on() -> None:
             messages: list[Message],
             turn: int,
             step: int,
-            call_next: Callable[[], Any],
+            call_next: NextMessages,
         ) -> list[Message]:
             if armed.pop() if armed else False:
                 raise RuntimeError("prompt hook broke")
-            result: list[Message] = await call_next()
-            return result
+            return await call_next()
 
         r.root.on("agent/pre-step", broken)
         r.model.reply(text("ok"))
