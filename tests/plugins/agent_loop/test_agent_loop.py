@@ -86,6 +86,17 @@ class LoopRig:
         options.setdefault("model", "mock")
         return cast("LoopAgent", self.root.agents.create(agent_id, **options))
 
+    async def owned(self, agent_id: str) -> tuple[Fiber, LoopAgent]:
+        """A plugin that creates agent ``agent_id`` on ``mock``: its fiber, and the agent."""
+        made: list[LoopAgent] = []
+
+        def owner(ctx: Context, config: None) -> None:
+            made.append(ctx.agents.create(agent_id, model="mock"))
+
+        fiber = await self.root.plugin(owner)
+        (agent,) = made
+        return fiber, agent
+
     def tool(self, name: str, execute: Callable[..., Awaitable[str | ToolResult]]) -> None:
         self.root.tools.register(
             Tool(name=name, description=f"the {name} tool", parameters=Args, execute=execute)
@@ -947,8 +958,25 @@ async def test_agent_error_names_the_step_it_failed_in() -> None:
 # -- cancellation and disposal (64) -------------------------------------------------------
 
 
-def partial_text(streamed: anyio.Event, never: anyio.Event) -> list[Chunk | Wait | Mark]:
+def partial_text(streamed: anyio.Event) -> list[Chunk | Wait | Mark]:
+    """A reply that streams part of an answer, sets ``streamed``, then holds the stream."""
+    never = anyio.Event()
     return [BlockStart(0, "text"), TextDelta(0, "partial answer"), Mark(streamed), Wait(never)]
+
+
+def heard_order(root: Context, *events: str) -> list[str]:
+    """The order in which ``root`` hears each ``turn/end`` session event and the
+    ``events`` named."""
+    order: list[str] = []
+
+    def on_event(session: Session, event: SessionEvent) -> None:
+        if event.type == "turn/end":
+            order.append("turn/end")
+
+    root.on("session/event", on_event)
+    for name in events:
+        root.on(name, lambda *_, heard=name: order.append(heard))
+    return order
 
 
 async def test_a_stream_that_fails_midway_keeps_the_partial_answer_like_a_cancel() -> None:
@@ -971,8 +999,8 @@ async def test_a_stream_that_fails_midway_keeps_the_partial_answer_like_a_cancel
 
 async def test_cancel_during_streaming_keeps_the_partial_answer() -> None:
     async with loop_rig() as r:
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never), text("ok"))
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed), text("ok"))
         agent = r.agent()
         agent.send("hi")
         await streamed.wait()
@@ -1126,24 +1154,10 @@ async def test_an_agent_can_dispose_itself_from_its_own_tool() -> None:
 
 async def test_dispose_mid_turn_aborts_with_reason_disposed() -> None:
     async with loop_rig() as r:
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never))
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed))
         agent = r.agent()
-        order: list[str] = []
-
-        def on_event(session: Session, event: SessionEvent) -> None:
-            if event.type == "turn/end":
-                order.append("turn/end")
-
-        def on_disposed(agent: LoopAgent) -> None:
-            order.append("agent/disposed")
-
-        def on_session_disposed(session: Session) -> None:
-            order.append("session/disposed")
-
-        r.root.on("session/event", on_event)
-        r.root.on("agent/disposed", on_disposed)
-        r.root.on("session/disposed", on_session_disposed)
+        order = heard_order(r.root, "agent/disposed", "session/disposed")
         agent.send("hi")
         await streamed.wait()
         await agent.dispose()
@@ -1162,26 +1176,10 @@ async def test_dispose_mid_turn_aborts_with_reason_disposed() -> None:
 
 async def test_disposing_the_owner_mid_turn_aborts_with_reason_disposed() -> None:
     async with loop_rig() as r:
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never))
-        made: list[LoopAgent] = []
-
-        def owner(ctx: Context, config: None) -> None:
-            made.append(ctx.agents.create("owned", model="mock"))
-
-        fiber = await r.root.plugin(owner)
-        (agent,) = made
-        order: list[str] = []
-
-        def on_event(session: Session, event: SessionEvent) -> None:
-            if event.type == "turn/end":
-                order.append("turn/end")
-
-        def on_disposed(agent: LoopAgent) -> None:
-            order.append("agent/disposed")
-
-        r.root.on("session/event", on_event)
-        r.root.on("agent/disposed", on_disposed)
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed))
+        fiber, agent = await r.owned("owned")
+        order = heard_order(r.root, "agent/disposed")
         agent.send("hi")
         await streamed.wait()
         await fiber.dispose()
@@ -1193,17 +1191,10 @@ async def test_disposing_the_owner_mid_turn_aborts_with_reason_disposed() -> Non
 
 async def test_two_disposals_at_once_still_record_the_turn_end_first() -> None:
     async with loop_rig() as r:
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never))
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed))
         agent = r.agent()
-        order: list[str] = []
-
-        def on_event(session: Session, event: SessionEvent) -> None:
-            if event.type == "turn/end":
-                order.append("turn/end")
-
-        r.root.on("session/event", on_event)
-        r.root.on("agent/disposed", lambda agent: order.append("agent/disposed"))
+        order = heard_order(r.root, "agent/disposed")
         agent.send("hi")
         await streamed.wait()
         async with anyio.create_task_group() as tg:
@@ -1215,13 +1206,7 @@ async def test_two_disposals_at_once_still_record_the_turn_end_first() -> None:
 
 async def test_an_idle_agent_has_no_driver_until_its_first_message() -> None:
     async with loop_rig() as r:
-        made: list[LoopAgent] = []
-
-        def owner(ctx: Context, config: None) -> None:
-            made.append(ctx.agents.create("quiet", model="mock"))
-
-        fiber = await r.root.plugin(owner)
-        (quiet,) = made
+        fiber, quiet = await r.owned("quiet")
         busy = r.agent("busy")
 
         def started() -> list[bool]:
@@ -1243,16 +1228,10 @@ async def test_an_idle_agent_has_no_driver_until_its_first_message() -> None:
 
 async def test_unloading_the_loop_disposes_every_agent_it_made() -> None:
     async with loop_rig() as r:
-        made: list[LoopAgent] = []
-
-        def owner(ctx: Context, config: None) -> None:
-            made.append(ctx.agents.create("owned", model="mock"))
-
-        fiber = await r.root.plugin(owner)
-        (agent,) = made
+        fiber, agent = await r.owned("owned")
         own = r.agent("own")
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never))
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed))
         agent.send("hi")
         await streamed.wait()
         await r.loop.dispose()
