@@ -66,9 +66,14 @@ from tests.support import IDENT, event_data, event_types
 pytestmark = pytest.mark.anyio
 
 BOUNDARIES = ("turn/start", "turn/end", "step/start", "step/end")
+#: The boundaries of a turn that ended before its first step, and of a one-step turn.
+NO_STEP = ["turn/start", "turn/end"]
+ONE_STEP = ["turn/start", "step/start", "step/end", "turn/end"]
 
 #: An ``agent/pre-step`` listener's ``call_next``: the messages the rest of the chain sends.
 NextMessages = Callable[[], Awaitable[list[Message]]]
+#: What a test's pre-step listener does before it passes the step on.
+Look = Callable[[LoopAgent, list[Message], int, int], None]
 
 
 # -- the rig ------------------------------------------------------------------------------
@@ -151,6 +156,59 @@ def message_texts(request: LlmRequest) -> list[str]:
     return [message.text for message in request.messages]
 
 
+async def refused_turn(r: LoopRig, event: str, listener: Callable[..., Any]) -> Mapping[str, Any]:
+    """A turn of a new agent failed by the ``event`` ``listener``'s wrong answer: the
+    turn's end, whose error names the event."""
+    r.root.on(event, listener)
+    agent = r.agent()
+    await run(agent, "hi")
+    (end,) = ends(agent.session)
+    assert end["code"] == "AGENT_TYPE"
+    assert event in end["message"]
+    return end
+
+
+async def steered(
+    r: LoopRig, reached: anyio.Event, steering: str, release: anyio.Event, first: str = "hi"
+) -> LoopAgent:
+    """A new agent sent ``first``, steered with ``steering`` once the turn has
+    ``reached`` an event, then ``release``-d and idle."""
+    agent = r.agent()
+    agent.send(first)
+    await reached.wait()
+    agent.steer(steering)
+    release.set()
+    await agent.when_idle()
+    return agent
+
+
+def passing_on(look: Look) -> Callable[..., Awaitable[list[Message]]]:
+    """An ``agent/pre-step`` listener that calls ``look(agent, messages, turn, step)``,
+    then sends what the rest of the chain does."""
+
+    async def listener(
+        agent: LoopAgent, messages: list[Message], turn: int, step: int, call_next: NextMessages
+    ) -> list[Message]:
+        look(agent, messages, turn, step)
+        return await call_next()
+
+    return listener
+
+
+def setting_variable(name: str, value: str) -> Callable[..., Awaitable[PromptAssembly]]:
+    """A ``system-prompt/assemble`` listener that sets the variable ``name`` to ``value``
+    in what the rest of the chain assembles."""
+
+    async def listener(
+        assembly: PromptAssembly, context: AssembleContext, call_next: Callable[[], Any]
+    ) -> PromptAssembly:
+        result: PromptAssembly = await call_next()
+        result.variables[name] = value
+        return result
+
+    return listener
+
+
 # -- basic turns (43-46) ------------------------------------------------------------------
 
 
@@ -162,7 +220,7 @@ async def test_simple_turn() -> None:
         assert agent.status == "idle"
         await run(agent, "hi")
         session = agent.session
-        assert boundaries(session) == ["turn/start", "step/start", "step/end", "turn/end"]
+        assert boundaries(session) == ONE_STEP
         kinds = event_types(session)
         assert kinds[:4] == ["turn/start", "user/message", "step/start", "request/header"]
         assert kinds[-4:] == ["assistant/message", "usage/step", "step/end", "turn/end"]
@@ -294,14 +352,7 @@ async def supply_cwd_by_variable(r: LoopRig, agent: LoopAgent) -> None:
 
 
 async def supply_cwd_by_waterfall(r: LoopRig, agent: LoopAgent) -> None:
-    async def rescue(
-        assembly: PromptAssembly, context: AssembleContext, call_next: Callable[[], Any]
-    ) -> PromptAssembly:
-        result: PromptAssembly = await call_next()
-        result.variables["cwd"] = "/rescued"
-        return result
-
-    agent.ctx.on("system-prompt/assemble", rescue)
+    agent.ctx.on("system-prompt/assemble", setting_variable("cwd", "/rescued"))
 
 
 @pytest.mark.parametrize("supply", [supply_cwd_by_variable, supply_cwd_by_waterfall])
@@ -322,7 +373,7 @@ async def test_backstop_unset_variable_fails_the_turn_then_recovers(
             {"kind": "error", "message": message, "code": "PROMPT_RENDER"}
         ]
         # No step was opened: the turn is balanced without one.
-        assert boundaries(agent.session) == ["turn/start", "turn/end"]
+        assert boundaries(agent.session) == NO_STEP
         await supply(r, agent)
         r.model.reply(text("ok"))
         await run(agent, "second")
@@ -339,13 +390,6 @@ async def test_late_model_through_the_request_waterfall() -> None:
     async with loop_rig(persona="You run on {{model}}.") as r:
         agent = r.agent(model=None)
 
-        async def name_model(
-            assembly: PromptAssembly, context: AssembleContext, call_next: Callable[[], Any]
-        ) -> PromptAssembly:
-            result: PromptAssembly = await call_next()
-            result.variables["model"] = "mock"
-            return result
-
         async def choose(
             agent: LoopAgent, request: LlmRequest, call_next: Callable[[], Any]
         ) -> LlmRequest:
@@ -353,7 +397,7 @@ async def test_late_model_through_the_request_waterfall() -> None:
             assert seeded.model == ""
             return dataclasses.replace(seeded, model="mock")
 
-        agent.ctx.on("system-prompt/assemble", name_model)
+        agent.ctx.on("system-prompt/assemble", setting_variable("model", "mock"))
         agent.ctx.on("agent/request", choose)
         r.model.reply(text("ok"))
         await run(agent, "hi")
@@ -376,7 +420,7 @@ async def test_no_model_names_the_request_waterfall() -> None:
         ((_, turn, step, error),) = r.errors
         assert (turn, step) == (1, 1)
         assert isinstance(error, NoModelError)
-        assert boundaries(agent.session) == ["turn/start", "turn/end"]
+        assert boundaries(agent.session) == NO_STEP
 
 
 async def test_empty_assembly_sends_no_system_prompt() -> None:
@@ -431,12 +475,7 @@ async def test_request_listener_must_return_a_request() -> None:
         def wrong(agent: LoopAgent, request: LlmRequest, call_next: Callable[[], Any]) -> str:
             return "not a request"
 
-        r.root.on("agent/request", wrong)
-        agent = r.agent()
-        await run(agent, "hi")
-        (end,) = ends(agent.session)
-        assert end["code"] == "AGENT_TYPE"
-        assert "agent/request" in end["message"]
+        end = await refused_turn(r, "agent/request", wrong)
         assert "str" in end["message"]
         assert isinstance(r.errors[0][3], AgentTypeError)
 
@@ -451,7 +490,7 @@ async def test_unknown_model_lists_the_known_models() -> None:
             "message": 'no adapter serves model "nope"; known models: mock',
             "code": "NO_ADAPTER",
         }
-        assert boundaries(agent.session) == ["turn/start", "step/start", "step/end", "turn/end"]
+        assert boundaries(agent.session) == ONE_STEP
         assert isinstance(r.errors[0][3], LlmError)
 
 
@@ -463,22 +502,15 @@ async def test_pre_step_runs_once_per_step_before_step_start() -> None:
         seen: list[tuple[int, int, int, int]] = []
         agent = r.agent()
 
-        async def pre_step(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: NextMessages,
-        ) -> list[Message]:
+        def note(agent: LoopAgent, messages: list[Message], turn: int, step: int) -> None:
             started = event_types(agent.session).count("step/start")
             seen.append((turn, step, len(messages), started))
-            return await call_next()
 
         async def echo(args: Args, call: ToolCall) -> str:
             return "pong"
 
         r.tool("echo", echo)
-        agent.ctx.on("agent/pre-step", pre_step)
+        agent.ctx.on("agent/pre-step", passing_on(note))
         r.model.reply(tool_calls(tool_call("echo", id="c1")), text("done"))
         await run(agent, "go")
         assert seen == [(1, 1, 1, 0), (1, 2, 0, 1)]
@@ -502,18 +534,11 @@ async def test_pre_step_rewrites_the_messages() -> None:
 async def test_pre_step_adds_a_message() -> None:
     async with loop_rig() as r:
 
-        async def add(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: NextMessages,
-        ) -> list[Message]:
+        def add(agent: LoopAgent, messages: list[Message], turn: int, step: int) -> None:
             if step == 1:
                 messages.append(Message.user("extra context"))
-            return await call_next()
 
-        r.root.on("agent/pre-step", add)
+        r.root.on("agent/pre-step", passing_on(add))
         r.model.reply(text("ok"))
         agent = r.agent()
         await run(agent, "hi")
@@ -531,7 +556,7 @@ async def test_pre_step_blocks_the_step() -> None:
         r.root.on("agent/pre-step", block)
         agent = r.agent()
         await run(agent, "hi")
-        assert event_types(agent.session) == ["turn/start", "turn/end"]
+        assert event_types(agent.session) == NO_STEP
         assert ends(agent.session) == [{"kind": "blocked", "message": "not on a Sunday"}]
         assert r.model.requests == []
         assert r.errors == []
@@ -546,7 +571,7 @@ async def test_pre_step_that_takes_every_message_ends_the_turn_without_a_step() 
         r.root.on("agent/pre-step", swallow)
         agent = r.agent()
         await run(agent, "/help")
-        assert event_types(agent.session) == ["turn/start", "turn/end"]
+        assert event_types(agent.session) == NO_STEP
         assert ends(agent.session) == [{"kind": "completed"}]
         assert r.model.requests == []
 
@@ -557,30 +582,18 @@ async def test_pre_step_must_return_messages() -> None:
         def wrong(*_: Any) -> list[str]:
             return ["not a message"]
 
-        r.root.on("agent/pre-step", wrong)
-        agent = r.agent()
-        await run(agent, "hi")
-        (end,) = ends(agent.session)
-        assert end["code"] == "AGENT_TYPE"
-        assert "agent/pre-step" in end["message"]
+        await refused_turn(r, "agent/pre-step", wrong)
 
 
 async def test_throwing_pre_step_fails_one_turn_and_the_queue_goes_on() -> None:
     async with loop_rig() as r:
         armed = [True]
 
-        async def broken(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: NextMessages,
-        ) -> list[Message]:
+        def broken(*_: Any) -> None:
             if armed.pop() if armed else False:
                 raise RuntimeError("prompt hook broke")
-            return await call_next()
 
-        r.root.on("agent/pre-step", broken)
+        r.root.on("agent/pre-step", passing_on(broken))
         r.model.reply(text("ok"))
         agent = r.agent()
         await run(agent, "first", "second")
@@ -592,14 +605,7 @@ async def test_throwing_pre_step_fails_one_turn_and_the_queue_goes_on() -> None:
         # The first message never reached the log: the hook failed before it.
         (request,) = r.model.requests
         assert message_texts(request) == ["second"]
-        assert boundaries(agent.session) == [
-            "turn/start",
-            "turn/end",
-            "turn/start",
-            "step/start",
-            "step/end",
-            "turn/end",
-        ]
+        assert boundaries(agent.session) == [*NO_STEP, *ONE_STEP]
 
 
 # -- stream outcomes (56-58) --------------------------------------------------------------
@@ -666,12 +672,7 @@ async def test_max_tokens_is_sticky_when_steering_continues_the_turn() -> None:
             ],
             text("finished"),
         )
-        agent = r.agent()
-        agent.send("hi")
-        await streaming.wait()
-        agent.steer("go on")
-        go.set()
-        await agent.when_idle()
+        agent = await steered(r, streaming, "go on", go)
         assert len(r.model.requests) == 2
         assert message_texts(r.model.requests[1]) == ["hi", "cut", "go on"]
         assert ends(agent.session) == [{"kind": "max-tokens"}]
@@ -713,12 +714,7 @@ async def test_steering_during_a_tool_call_lands_in_the_next_step() -> None:
 
         r.tool("slow", slow)
         r.model.reply(tool_calls(tool_call("slow", id="c1")), text("done"))
-        agent = r.agent()
-        agent.send("go")
-        await started.wait()
-        agent.steer("also this")
-        release.set()
-        await agent.when_idle()
+        agent = await steered(r, started, "also this", release, first="go")
         session = agent.session
         kinds = [k for k in event_types(session) if k not in ("assistant/chunk", "request/header")]
         assert kinds == [
@@ -777,12 +773,7 @@ async def test_steering_left_by_a_failed_turn_starts_the_next_turn() -> None:
     async with loop_rig() as r:
         streaming, go = anyio.Event(), anyio.Event()
         r.model.reply([Mark(streaming), Wait(go), *failure("boom", "E")], text("ok"))
-        agent = r.agent()
-        agent.send("hi")
-        await streaming.wait()
-        agent.steer("steered")
-        go.set()
-        await agent.when_idle()
+        agent = await steered(r, streaming, "steered", go)
         assert [end["kind"] for end in ends(agent.session)] == ["error", "completed"]
         # Turn 1 failed before the model said anything: only the steering goes on.
         assert message_texts(r.model.requests[1]) == ["steered"]
@@ -941,18 +932,7 @@ async def test_agent_error_names_the_step_it_failed_in() -> None:
         assert [(turn, step) for _, turn, step, _ in r.errors] == [(1, 0), (2, 1)]
         assert [end["kind"] for end in ends(agent.session)] == ["error", "error", "completed"]
         # A step whose start could not be published still gets its end: balanced.
-        assert boundaries(agent.session) == [
-            "turn/start",
-            "turn/end",
-            "turn/start",
-            "step/start",
-            "step/end",
-            "turn/end",
-            "turn/start",
-            "step/start",
-            "step/end",
-            "turn/end",
-        ]
+        assert boundaries(agent.session) == [*NO_STEP, *ONE_STEP, *ONE_STEP]
 
 
 # -- cancellation and disposal (64) -------------------------------------------------------
@@ -1020,7 +1000,7 @@ async def test_cancel_during_streaming_keeps_the_partial_answer() -> None:
         (partial,) = event_data(session, "assistant/message")
         assert partial["interrupted"] is True
         assert Message.from_json(partial["message"]).text == "partial answer"
-        assert boundaries(session) == ["turn/start", "step/start", "step/end", "turn/end"]
+        assert boundaries(session) == ONE_STEP
         assert r.errors == []
         assert r.statuses == [("a", "running"), ("a", "idle")]
         # The interrupted answer is part of the history the next turn sends.
@@ -1053,7 +1033,7 @@ async def test_cancel_from_a_status_listener_aborts_the_turn_at_once() -> None:
 
         agent.ctx.on("agent/status", cancel_on_running)
         await run(agent, "hi")
-        assert event_types(agent.session) == ["turn/start", "turn/end"]
+        assert event_types(agent.session) == NO_STEP
         assert ends(agent.session) == [{"kind": "aborted", "reason": "user"}]
         assert r.model.requests == []
 
@@ -1251,13 +1231,18 @@ async def test_unloading_the_loop_disposes_every_agent_it_made() -> None:
 
 
 class Gates:
-    """Per-call events for tools that wait to be released, and one shared record."""
+    """A ``gate`` tool on the rig ``r`` whose calls wait to be released: per-call events
+    and one shared record (with ``watch_results``, of the results committed too)."""
 
-    def __init__(self) -> None:
+    def __init__(self, r: LoopRig, *, watch_results: bool = False) -> None:
+        self.rig = r
         self.record: list[str] = []
         self.started: dict[str, anyio.Event] = {}
         self.release: dict[str, anyio.Event] = {}
         self.finished: dict[str, anyio.Event] = {}
+        r.tool("gate", self.tool)
+        if watch_results:
+            r.root.on("session/event", self._committed)
 
     def event(self, table: dict[str, anyio.Event], name: str) -> anyio.Event:
         return table.setdefault(name, anyio.Event())
@@ -1271,12 +1256,16 @@ class Gates:
         self.event(self.finished, name).set()
         return f"result {name}"
 
-    def watch_results(self, r: LoopRig) -> None:
-        def listener(session: Session, event: SessionEvent) -> None:
-            if event.type == "tool/result":
-                self.record.append(f"committed {event.data['call_id']}")
+    def _committed(self, session: Session, event: SessionEvent) -> None:
+        if event.type == "tool/result":
+            self.record.append(f"committed {event.data['call_id']}")
 
-        r.root.on("session/event", listener)
+    def go(self, *replies: Reply) -> LoopAgent:
+        """Script the model's ``replies`` and send ``go`` to a new agent: the agent."""
+        self.rig.model.reply(*replies)
+        agent = self.rig.agent()
+        agent.send("go")
+        return agent
 
 
 def gate_calls(*names: str) -> Reply:
@@ -1286,12 +1275,8 @@ def gate_calls(*names: str) -> Reply:
 
 async def test_tool_calls_run_concurrently_and_commit_in_model_order() -> None:
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        gates.watch_results(r)
-        r.model.reply(gate_calls("A", "B"), text("ok"))
-        agent = r.agent()
-        agent.send("go")
+        gates = Gates(r, watch_results=True)
+        agent = gates.go(gate_calls("A", "B"), text("ok"))
         # Both calls started while neither has finished: they run concurrently.
         await gates.event(gates.started, "A").wait()
         await gates.event(gates.started, "B").wait()
@@ -1317,12 +1302,8 @@ async def test_tool_calls_run_concurrently_and_commit_in_model_order() -> None:
 
 async def test_a_result_is_committed_as_soon_as_those_before_it_are() -> None:
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        gates.watch_results(r)
-        r.model.reply(gate_calls("A", "B"), text("ok"))
-        agent = r.agent()
-        agent.send("go")
+        gates = Gates(r, watch_results=True)
+        agent = gates.go(gate_calls("A", "B"), text("ok"))
         await gates.event(gates.started, "B").wait()
         gates.event(gates.release, "A").set()
         await gates.event(gates.finished, "A").wait()
@@ -1333,12 +1314,8 @@ async def test_a_result_is_committed_as_soon_as_those_before_it_are() -> None:
 
 async def test_three_calls_start_together() -> None:
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        names = ["x", "y", "z"]
-        r.model.reply(gate_calls(*names), text("ok"))
-        agent = r.agent()
-        agent.send("go")
+        gates, names = Gates(r), ["x", "y", "z"]
+        agent = gates.go(gate_calls(*names), text("ok"))
         for name in names:
             await gates.event(gates.started, name).wait()
         assert len(gates.record) == 3
@@ -1371,9 +1348,8 @@ async def test_a_cap_of_one_runs_calls_one_after_another() -> None:
 
 async def test_cancel_mid_tool_gives_every_call_an_aborted_result() -> None:
     async with loop_rig(max_parallel=2) as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        r.model.reply(
+        gates = Gates(r)
+        agent = gates.go(
             tool_calls(
                 tool_call("gate", {"text": "1"}, id="c1"),
                 tool_call("gate", {"text": "2"}, id="c2"),
@@ -1381,8 +1357,6 @@ async def test_cancel_mid_tool_gives_every_call_an_aborted_result() -> None:
             ),
             text("ok"),
         )
-        agent = r.agent()
-        agent.send("go")
         await gates.event(gates.started, "1").wait()
         await gates.event(gates.started, "2").wait()
         agent.cancel()
@@ -1403,11 +1377,8 @@ async def test_cancel_mid_tool_gives_every_call_an_aborted_result() -> None:
 
 async def test_a_finished_call_keeps_its_result_when_the_turn_is_cancelled() -> None:
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        r.model.reply(gate_calls("A", "B"))
-        agent = r.agent()
-        agent.send("go")
+        gates = Gates(r)
+        agent = gates.go(gate_calls("A", "B"))
         await gates.event(gates.started, "A").wait()
         await gates.event(gates.started, "B").wait()
         gates.event(gates.release, "B").set()
@@ -1440,11 +1411,8 @@ async def test_a_single_call_cancelled_mid_run_records_an_aborted_result() -> No
     # One call takes the fast path (no task group): the cancel still reaches it, its
     # result is logged as aborted and the next turn has a valid history.
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        r.model.reply(gate_calls("solo"), text("ok"))
-        agent = r.agent()
-        agent.send("go")
+        gates = Gates(r)
+        agent = gates.go(gate_calls("solo"), text("ok"))
         await gates.event(gates.started, "solo").wait()
         agent.cancel()
         await agent.when_idle()
@@ -1466,8 +1434,7 @@ async def test_a_single_call_cancelled_mid_run_records_an_aborted_result() -> No
 async def test_a_single_call_cancelled_before_dispatch_never_starts() -> None:
     # A listener cancels the turn when the call is logged: the call is not dispatched.
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
+        gates = Gates(r)
         r.model.reply(gate_calls("late"))
         agent = r.agent()
 
@@ -1597,7 +1564,7 @@ async def test_tools_follow_tool_order() -> None:
 async def test_an_unknown_name_in_tool_order_fails_the_turn_before_any_request() -> None:
     sent, logged, session = await tools_seen(["ghost", TOOL_ORDER_REST])
     assert sent == logged == []
-    assert boundaries(session) == ["turn/start", "turn/end"]
+    assert boundaries(session) == NO_STEP
     (end,) = ends(session)
     assert end["code"] == "TOOL_ORDER"
     assert '"ghost"' in end["message"]
