@@ -273,15 +273,20 @@ class SqliteStore(Store):
         return index
 
     def raw(self, session_id: str) -> object:
+        return self._events(session_id)
+
+    def _events(self, session_id: str) -> list[tuple[int, str, float, str]]:
+        """The event rows of ``session_id``: (seq, type, time, data as JSON text)."""
         connection = self.connect()
         try:
-            return connection.execute(
+            rows: list[tuple[int, str, float, str]] = connection.execute(
                 "SELECT seq, type, time, data FROM events JOIN sessions ON session = key "
                 "WHERE id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
         finally:
             connection.close()
+        return rows
 
     def connect(self) -> sqlite3.Connection:
         """A connection of the test's own, creating the database (and its schema)."""
@@ -328,15 +333,7 @@ class SqliteStore(Store):
             connection.close()
 
     def records(self, session_id: str) -> list[Record]:
-        connection = self.connect()
-        try:
-            rows = connection.execute(
-                "SELECT seq, type, time, data FROM events JOIN sessions ON session = key "
-                "WHERE id = ? ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-        finally:
-            connection.close()
+        rows = self._events(session_id)
         return [{"seq": s, "type": t, "time": w, "data": json.loads(d)} for s, t, w, d in rows]
 
     def header(self, session_id: str) -> Record:
