@@ -11,12 +11,13 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import anyio
 import pytest
 
 from dsh import Context, DeploymentError, load_deployment
-from dsh.testing import ScriptedModel, write_deployment
+from dsh.testing import Mark, ScriptedModel, Wait, write_deployment
 from dsh_agent_loop import LoopAgent
 from dsh_session import Session
 
@@ -148,6 +149,29 @@ class AgentRig:
             if message.role == "user"
             for block in message.content
         ]
+
+
+@dataclass
+class MainRig:
+    """A root whose agent ``main`` runs on a scripted model."""
+
+    root: Context
+    model: ScriptedModel
+
+    @property
+    def agent(self) -> LoopAgent:
+        return cast("LoopAgent", self.root.agents.get("main"))
+
+
+async def cancelled_while_streaming(model: ScriptedModel, agent: LoopAgent, message: str) -> None:
+    """Send ``agent`` ``message`` and cancel the turn once ``model``'s stream is open
+    (it holds until then); returns when the agent is idle."""
+    reached = anyio.Event()
+    model.reply([Mark(reached), Wait(anyio.Event())])
+    agent.send(message)
+    await reached.wait()
+    agent.cancel()
+    await agent.when_idle()
 
 
 def event_types(session: Session) -> list[str]:

@@ -39,7 +39,7 @@ from tests.plugins.compaction.compaction_support import (
     rig,
     said,
 )
-from tests.support import event_data, event_types
+from tests.support import cancelled_while_streaming, event_data, event_types
 
 pytestmark = pytest.mark.anyio
 
@@ -291,12 +291,7 @@ async def test_a_failed_or_empty_summary_logs_a_warning_and_the_turn_goes_on(
 async def test_cancelling_the_turn_during_the_summary_writes_no_checkpoint() -> None:
     async with rig() as r:
         await two_turns(r)
-        reached, never = anyio.Event(), anyio.Event()
-        r.model.reply([Mark(reached), Wait(never)])
-        r.agent.send("c")
-        await reached.wait()
-        r.agent.cancel()
-        await r.agent.when_idle()
+        await cancelled_while_streaming(r.model, r.agent, "c")
         session = r.agent.session
         assert session.turn_end(3) == {"kind": "aborted", "reason": "user"}
         assert event_data(session, CHECKPOINT_EVENT) == []
