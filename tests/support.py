@@ -29,6 +29,8 @@ HELLO = EXAMPLES / "hello" / "dsh.yml"
 ECHO = EXAMPLES / "echo-agent" / "dsh.yml"
 #: The harness identity, the first section of every system prompt.
 IDENT = "You are an AI agent powered by dsh."
+#: The events of a step the model answered without calling a tool.
+ANSWERED_STEP = ("step/start", "assistant/message", "usage/step", "step/end")
 #: An agent-core config declaring two agents on the echo model.
 TWO_AGENTS = "{model: echo-mock, persona: 'On {{model}}.', agents: [{id: a}, {id: b}]}"
 

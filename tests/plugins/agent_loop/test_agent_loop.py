@@ -61,7 +61,7 @@ from dsh_system_prompt import (
     SystemPrompt,
 )
 from dsh_tools import Tool, ToolCall, ToolResult, Tools
-from tests.support import IDENT, event_data, event_types
+from tests.support import ANSWERED_STEP, IDENT, event_data, event_types
 
 pytestmark = pytest.mark.anyio
 
@@ -727,10 +727,7 @@ async def test_steering_during_a_tool_call_lands_in_the_next_step() -> None:
             "tool/result",
             "step/end",
             "user/message",
-            "step/start",
-            "assistant/message",
-            "usage/step",
-            "step/end",
+            *ANSWERED_STEP,
             "turn/end",
         ]
         assert event_data(session, "user/message")[1]["step"] == 2

@@ -39,7 +39,7 @@ from tests.plugins.compaction.compaction_support import (
     rig,
     said,
 )
-from tests.support import cancelled_while_streaming, event_data, event_types
+from tests.support import ANSWERED_STEP, cancelled_while_streaming, event_data, event_types
 
 pytestmark = pytest.mark.anyio
 
@@ -221,10 +221,7 @@ async def test_a_context_length_refusal_compacts_and_retries_once_in_a_new_step(
             "step/start",
             CHECKPOINT_EVENT,
             "step/end",
-            "step/start",
-            "assistant/message",
-            "usage/step",
-            "step/end",
+            *ANSWERED_STEP,
             "turn/end",
         ]
 
