@@ -10,7 +10,10 @@ neutral form of records: ``{"seq", "type", "time", "data"}`` dicts, or
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -482,3 +485,24 @@ async def located_from_home(
         store = await ctx.plugin(plugin, {key: f"~/{home}", "fsync": False})
         assert getattr(store.instance, key) == tmp_path / "home" / home
         yield ctx, store
+
+
+def sigkill_once_it_says(
+    tmp_path: Path, driver: str, deployment: Path, line: str, *, stdin: bool = False
+) -> None:
+    """Run the script ``driver`` (written to ``tmp_path``) on ``deployment`` in
+    ``tmp_path`` and SIGKILL it once it has printed ``line`` (with ``stdin``, its stdin
+    is a pipe the test never writes to)."""
+    (tmp_path / "driver.py").write_text(driver)
+    command = [sys.executable, str(tmp_path / "driver.py"), str(deployment)]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    if stdin:
+        pipes["stdin"] = subprocess.PIPE
+    with subprocess.Popen(command, cwd=tmp_path, text=True, **pipes) as child:  # type: ignore[call-overload]
+        try:
+            said = child.stdout.readline()
+            assert said == f"{line}\n", child.stderr.read()
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.kill()
+        assert child.wait() == -signal.SIGKILL
