@@ -55,7 +55,7 @@ def _log_result(session: Session, turn: int, step: int, call: ToolCall, result: 
     if result.code is not None:
         data["code"] = result.code
     arguments = call.arguments
-    if not isinstance(arguments, str):
+    if type(arguments) is not str and not isinstance(arguments, str):  # str: no call
         # A tool/before listener replaced the model's arguments (its tool/call event
         # keeps what the model wrote): what the tool ran with.
         data["arguments"] = dict(arguments)
