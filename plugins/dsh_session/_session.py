@@ -137,6 +137,7 @@ class Session:
         "_on_append",
         "_open",
         "_quiet",
+        "_quiet_scope",
         "_scope",
         "events",
         "header",
@@ -169,8 +170,10 @@ class Session:
         #: agent): the store publishes the session's events with ``scope=`` it.
         self._scope: object = None
         #: When nobody heard ``session/event`` last time it was asked: the bus's count
-        #: of changes then, the audience and the scope asked about (see :meth:`_hears`).
-        self._quiet: tuple[int, Event, object] | None = None
+        #: of changes then and the audience, and the scope asked about (compared by
+        #: identity, as the bus tells scopes apart; see :meth:`_hears`).
+        self._quiet: tuple[int, Event] | None = None
+        self._quiet_scope: object = None
         #: The event types plugins declared (set by the store while the session is in it).
         self._declared = _NONE_DECLARED
         #: Work appending to this session now (the agent loop holds it for each turn):
@@ -237,7 +240,10 @@ class Session:
             audience = self._audience
             # Not when nobody heard it last time and nothing changed since (``_quiet``).
             if audience is None or (
-                self._quiet != (audience.bus.changes, audience, self._scope)
+                (
+                    self._quiet != (audience.bus.changes, audience)
+                    or self._quiet_scope is not self._scope
+                )
                 and self._hears(audience)
             ):
                 on_append(self, event)
@@ -248,7 +254,8 @@ class Session:
         does, that is remembered in ``_quiet`` until the bus's listeners change."""
         if audience.heard(self._scope):
             return True
-        self._quiet = (audience.bus.changes, audience, self._scope)
+        self._quiet = (audience.bus.changes, audience)
+        self._quiet_scope = self._scope
         return False
 
     def append_chunk(self, turn: int, step: int, chunk: Chunk) -> None:
@@ -277,7 +284,7 @@ class Session:
             return
         audience = self._audience
         if audience is not None and (
-            self._quiet == (audience.bus.changes, audience, self._scope)
+            (self._quiet == (audience.bus.changes, audience) and self._quiet_scope is self._scope)
             or not self._hears(audience)
         ):
             return

@@ -6,6 +6,7 @@ session is entered under another scope, and when it moves to another store's bus
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -91,3 +92,29 @@ async def test_a_session_moved_to_another_store_is_asked_on_its_bus() -> None:
         second.sessions.enter(session)
         session.append("step/start", {"turn": 1, "step": 1})
         assert heard == [("step/start", None)]
+
+
+@dataclass(frozen=True)
+class Key:
+    """A scope key equal to any other of the same name (the bus tells them apart)."""
+
+    name: str
+
+
+async def test_an_equal_but_distinct_scope_key_is_another_scope() -> None:
+    mine, twin = Key("agent"), Key("agent")
+    assert mine == twin
+    assert mine is not twin
+    async with Context() as root:
+        await root.plugin(Sessions)
+        heard: list[tuple[str, Any]] = []
+        root.scoped(mine).on("session/event", _hearer(heard))
+        session = root.sessions.prepare(id="s")
+        leave = root.scoped(twin).sessions.enter(session)
+        session.append("turn/start", {"turn": 1})  # the twin's scope: nobody hears
+        session.append_chunk(1, 1, BlockStart(0, "text"))
+        await leave()
+        root.scoped(mine).sessions.enter(session)
+        session.append_chunk(1, 1, TextDelta(0, "hi"))
+        session.append("step/end", {"turn": 1, "step": 1})
+        assert heard == [("assistant/chunk", "text-delta"), ("step/end", None)]
