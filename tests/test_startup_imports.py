@@ -37,6 +37,11 @@ HEAVY = {
     # Needed only for an error's message, or a terminal's approval question (RFC 0050).
     "difflib",
     "termios",
+    # Needed only to read stdin, or by a session store and a listing (RFC 0055).
+    "anyio.from_thread",
+    "dsh_session._describe",
+    "dsh_session._paths",
+    "dsh_session._store_plugin",
 }
 
 PROBE = """
