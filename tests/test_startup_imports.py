@@ -1,7 +1,7 @@
 """``dsh run FILE -p PROMPT`` imports what the run needs and nothing more (issue 31):
 no terminal chat, no HTTP client, no front-end or plugin the deployment does not
-name, and no ``importlib.metadata`` scan of its own. Pinned by what a fresh process
-has in ``sys.modules`` afterwards, not by time."""
+name, and no ``importlib.metadata`` scan, dsh's or pydantic's (RFC 0055). Pinned by
+what a fresh process has in ``sys.modules`` afterwards, not by time."""
 
 from __future__ import annotations
 
