@@ -12,7 +12,9 @@ its own on ``sys.meta_path``) it asks ``importlib.metadata``.
 
 Within :func:`read_together` (``dsh.cli.main`` around one command), the first of its
 groups asked for is read with the others in the same pass, and each other group's
-entry points are handed to the next call that asks for it, once (docs/rfc/0050).
+entry points are handed to the next call that asks for it, once (docs/rfc/0050);
+pydantic's group, when it is one of them, is handed to pydantic's plugin loader
+(:mod:`dsh._pydantic_plugins`, docs/rfc/0055).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import re
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+from ._pydantic_plugins import PYDANTIC_GROUP, found_pydantic_plugins
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -75,7 +79,9 @@ def entry_points(group: str) -> list[EntryPoint]:
 
         return list(importlib.metadata.entry_points(group=group))
     for other in groups:
-        if other != group:
+        if other == PYDANTIC_GROUP:
+            found_pydantic_plugins(found[other])
+        elif other != group:
             _handed[other] = (list(sys.path), found[other])
     return found[group]
 

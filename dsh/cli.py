@@ -33,6 +33,7 @@ from ._context import Context
 from ._entry_points import read_together
 from ._fiber import Fiber
 from ._plugin import plugin_spec
+from ._pydantic_plugins import PYDANTIC_GROUP
 from ._report import CheckReport
 from ._resolve import ENTRY_POINT_GROUP, installed_plugins
 from ._startup import collection_paused
@@ -266,9 +267,9 @@ def _parser(commands: dict[str, Command | CommandLoadError]) -> argparse.Argumen
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dsh`` command; returns the exit status."""
-    # The command and the plugins it loads are found in one pass over the installed
-    # distributions (docs/rfc/0050).
-    with read_together(COMMAND_GROUP, ENTRY_POINT_GROUP):
+    # The command, the plugins it loads and pydantic's plugins are found in one pass
+    # over the installed distributions (docs/rfc/0050, docs/rfc/0055).
+    with read_together(COMMAND_GROUP, ENTRY_POINT_GROUP, PYDANTIC_GROUP):
         return _main(sys.argv[1:] if argv is None else list(argv))
 
 

@@ -1,7 +1,7 @@
 """``dsh run FILE -p PROMPT`` imports what the run needs and nothing more (issue 31):
 no terminal chat, no HTTP client, no front-end or plugin the deployment does not
-name, and no ``importlib.metadata`` scan of its own. Pinned by what a fresh process
-has in ``sys.modules`` afterwards, not by time."""
+name, and no ``importlib.metadata`` scan, dsh's or pydantic's (RFC 0055). Pinned by
+what a fresh process has in ``sys.modules`` afterwards, not by time."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ HEAVY = {
     # Needed only for an error's message, or a terminal's approval question (RFC 0050).
     "difflib",
     "termios",
+    # Needed only to read stdin, or by a session store and a listing (RFC 0055).
+    "anyio.from_thread",
+    "dsh_session._describe",
+    "dsh_session._paths",
+    "dsh_session._store_plugin",
 }
 
 PROBE = """
@@ -79,7 +84,6 @@ def test_a_one_shot_run_imports_no_terminal_chat_http_client_or_unused_plugin() 
     assert status == 0
     assert {"dsh_agent_core", "dsh_stdio_agent._chat"} <= modules  # what the run needs
     assert modules.isdisjoint(HEAVY), sorted(modules & HEAVY)
-    # dsh finds its commands and plugins without importlib.metadata's scan of every
-    # installed distribution (pydantic still asks for its own plugins' group).
-    assert "dsh.plugins" not in groups
-    assert "dsh.commands" not in groups
+    # dsh finds its commands and plugins, and pydantic's (none installed here), without
+    # importlib.metadata's scan of every installed distribution (RFC 0055).
+    assert groups == []

@@ -1,15 +1,18 @@
 """Sessions: the append-only event log of an agent and the history derived from it.
 
 YAML name ``sessions``; service ``Sessions`` at ctx key ``sessions``. See the README.
+A store plugin's base (``StorePlugin``), the store directory helpers and the session
+descriptions of a listing are imported on first use (docs/rfc/0055).
 """
 
 from __future__ import annotations
 
-from ._describe import TITLE_CHARS, describe_session, short_title
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._event import OpaqueEvent, SessionError, SessionEvent
 from ._meta import META_EVENT, fold_meta
 from ._packed import CHUNKS_ROW, ChunkRun, EventLog
-from ._paths import directory_problem, lock_or_in_use, path_error, store_path
 from ._persistence import (
     DURABLE_EVENTS,
     SESSION_ID,
@@ -46,9 +49,28 @@ from ._store import (
     StoredSession,
     UnsavedRecords,
 )
-from ._store_plugin import LoadedSession, StoreConfig, StoreLog, StorePlugin
+
+if TYPE_CHECKING:
+    from ._describe import TITLE_CHARS, describe_session, short_title
+    from ._paths import directory_problem, lock_or_in_use, path_error, store_path
+    from ._store_plugin import LoadedSession, StoreConfig, StoreLog, StorePlugin
 
 plugin = Sessions
+
+#: The names a deployment without a session store does not need, by module.
+_LAZY = {
+    **dict.fromkeys(("TITLE_CHARS", "describe_session", "short_title"), "._describe"),
+    **dict.fromkeys(("directory_problem", "lock_or_in_use", "path_error", "store_path"), "._paths"),
+    **dict.fromkeys(("LoadedSession", "StoreConfig", "StoreLog", "StorePlugin"), "._store_plugin"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    return value
+
 
 __all__ = [
     "CHUNKS_ROW",

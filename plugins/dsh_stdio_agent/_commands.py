@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from dsh import DshError, counted
 from dsh_agent import assemble_context_for
-from dsh_session import describe_session
 from dsh_slash_commands import SlashCommand, SlashInvocation
 from dsh_system_prompt import render_prompt
 
@@ -78,6 +77,8 @@ async def _sessions(chat: Chat, invocation: SlashInvocation) -> None:
     if not home.events.event("session/list").listeners():
         chat.warn("no session persistence is configured (add session-jsonl)")
         return
+    from dsh_session import describe_session  # only a listing needs it (docs/rfc/0055)
+
     current = chat.agent.session.id
     lines = [
         ("* " if item.id == current else "  ") + describe_session(item)

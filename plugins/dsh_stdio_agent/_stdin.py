@@ -10,7 +10,6 @@ from contextlib import suppress
 from typing import TypeVar
 
 import anyio
-from anyio import from_thread
 from anyio.lowlevel import current_token
 
 __all__ = ["read_stdin_key", "read_stdin_line"]
@@ -27,6 +26,8 @@ async def _in_daemon_thread(read: Callable[[], T], *, empty: T) -> T:
     and would keep the process alive until the user pressed Enter. A read that is
     abandoned ends when its input arrives or the process exits; the input is dropped.
     """
+    from anyio import from_thread  # only a read from stdin needs it (docs/rfc/0055)
+
     token = current_token()
     done = anyio.Event()
     found: list[T] = []
