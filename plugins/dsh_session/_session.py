@@ -26,6 +26,7 @@ from dsh_llm import (
     chunk_to_json,
 )
 
+from ._compact import session_event
 from ._event import SessionError, SessionEvent
 from ._packed import ChunkRun, EventLog
 
@@ -206,7 +207,7 @@ class Session:
             raise SessionError(f'unknown session event type "{type}"; known types: {known}')
         log = self.events
         seq = log._len
-        event = SessionEvent(seq, type, time.time(), data)
+        event = session_event(seq, type, time.time(), data, message)  # compact (RFC 0054)
         rows = log._rows
         run = rows[-1] if rows else None
         if builtins.type(run) is ChunkRun:  # an event after a run of chunks closes it
