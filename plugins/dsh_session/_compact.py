@@ -105,8 +105,15 @@ def _shape_class(keys: tuple[str, ...], base: type[_Compact]) -> type[_Compact]:
     return builtins.type(f"{base.__name__}_{len(keys)}", (base,), namespace)
 
 
-def _classes() -> dict[tuple[str, ...], type[_Compact]]:
-    classes = {}
+class _Classes(dict[tuple[str, ...], "type[_Compact] | None"]):
+    """The class of each shape; None for any other key set (no call on a hit)."""
+
+    def __missing__(self, keys: tuple[str, ...]) -> None:
+        return None
+
+
+def _classes() -> _Classes:
+    classes = _Classes()
     for keys in _SHAPES:
         kind = classes[keys] = _shape_class(keys, _Compact)
         if "message" in keys:
@@ -123,18 +130,20 @@ def session_event(
     """The event ``SessionEvent(seq, type, time, data)``, compact when ``data`` is a
     ``dict`` of a known shape; ``message``: the :class:`~dsh_llm.Message` that
     ``data["message"]`` encodes, kept instead of it for a message type."""
-    kind = _CLASSES.get(tuple(data)) if builtins.type(data) is dict else None
+    kind = _CLASSES[tuple(data)] if builtins.type(data) is dict else None
     if kind is None:
         return SessionEvent(seq, type, time, data)
-    values: list[Any] = list(data.values())
-    if message is not None and kind._with_message is not None and type in _MESSAGE_TYPES:
-        kind = kind._with_message
-        values[2] = message  # data["message"]: the third key of every message shape
+    keeper = kind._with_message if message is not None and type in _MESSAGE_TYPES else None
+    if keeper is not None:
+        kind = keeper
     event = object.__new__(kind)
     _set(event, "seq", seq)
     _set(event, "type", type)
     _set(event, "time", time)
     slots: tuple[str, ...] = kind.__slots__
-    for slot, value in zip(slots, values, strict=True):
+    # The values as given, in order (subscripts, not a call: appends are hot).
+    for slot, value in zip(slots, map(data.__getitem__, data), strict=True):
         _set(event, slot, value)
+    if keeper is not None:
+        _set(event, "_message", message)  # kept instead of its encoding
     return event

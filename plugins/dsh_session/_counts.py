@@ -40,10 +40,10 @@ def pack(values: Iterable[int]) -> Counts:
     top = max(wide, default=0)
     if top >= 16:
         return array(narrowest(top), wide)
-    if len(wide) % 2:
-        wide.append(0)  # a pad: the reader takes as many counts as were packed
     highs = map(operator.lshift, wide[0::2], itertools.repeat(4))
-    return bytes(map(operator.or_, highs, wide[1::2]))
+    # A pad after an odd count (the reader takes as many counts as were packed).
+    lows = itertools.chain(wide[1::2], (0,))
+    return bytes(map(operator.or_, highs, lows))
 
 
 def counts(packed: Counts, count: int) -> Iterator[int]:
