@@ -192,15 +192,17 @@ class Session:
     ) -> SessionEvent:
         """Record one event and publish it; returns the event.
 
-        ``data`` must be JSON-compatible and is kept as given (do not mutate it
-        afterwards). A ``type`` that is neither built in (:data:`EVENT_TYPES`) nor
-        declared by a plugin (``sessions.declare_event_types``, while the session is in
-        the store) raises :class:`SessionError` and records nothing. An error of a
-        ``session/event`` listener propagates after the event is recorded.
+        ``data`` must be JSON-compatible (do not mutate it afterwards); a ``dict`` of a
+        built-in shape is kept as its values, ``data`` built on read (RFC 0054). A
+        ``type`` that is neither built in (:data:`EVENT_TYPES`) nor declared by a plugin
+        (``sessions.declare_event_types``, while the session is in the store) raises
+        :class:`SessionError` and records nothing. An error of a ``session/event``
+        listener propagates after the event is recorded.
 
         ``message``: for a ``user/message`` or ``assistant/message``, the
         :class:`~dsh_llm.Message` that ``data["message"]`` encodes, when the caller has
-        it; the history takes it as it is instead of decoding ``data["message"]``.
+        it; the history takes it as it is instead of decoding ``data["message"]``, and
+        the event keeps it instead of ``data["message"]``.
         """
         if type not in EVENT_TYPES and type not in self._declared:
             known = ", ".join(sorted({*EVENT_TYPES, *self._declared}))
