@@ -37,7 +37,7 @@ DELTA_KEYS = {
 
 class _Deltas:
     """Consecutive deltas of one block: the pieces while open, then one string and
-    each piece's length (:func:`~._counts.pack`)."""
+    the length of each piece but the last (:func:`~._counts.pack`)."""
 
     __slots__ = ("count", "index", "kind", "lengths", "parts", "text")
 
@@ -53,7 +53,7 @@ class _Deltas:
         """Join the pieces (the segment must be open: the last of an open run)."""
         parts: list[str] = self.parts  # type: ignore[assignment]  # open, see above
         self.text = "".join(parts)
-        self.lengths = pack(map(len, parts))
+        self.lengths = pack(map(len, parts[:-1]))  # the last piece: the rest of the text
         self.count = len(parts)
         self.parts = None
 
@@ -69,16 +69,17 @@ class _Deltas:
             yield from self.parts
             return
         text, start = self.text, 0
-        for length in counts(self.lengths, self.count):
+        for length in counts(self.lengths, self.count - 1):
             yield text[start : start + length]
             start += length
+        yield text[start:]
 
     def piece(self, i: int) -> str:
         if self.parts is not None:
             return self.parts[i]
-        lengths = counts(self.lengths, self.count)
+        lengths = counts(self.lengths, self.count - 1)
         start = sum(itertools.islice(lengths, i))
-        return self.text[start : start + next(lengths)]
+        return self.text[start : start + next(lengths, len(self.text))]  # the last: the rest
 
 
 #: A member of a run that is not a packed delta: the chunk, or its JSON form (loaded).

@@ -80,4 +80,6 @@ def test_a_fast_stream_of_short_deltas_keeps_a_byte_per_delta() -> None:
     segment = run._segments[1]
     assert len(run._gaps) == (count + 2) // 2  # the block start and end too
     assert len(segment.lengths) == count // 2  # type: ignore[union-attr]  # a delta run
+    assert segment.lengths.count(0x44) == count // 2 - 1  # type: ignore[union-attr]  # as above
+    assert segment.lengths[-1] == 0x40  # type: ignore[union-attr]  # the last is not kept
     assert segment.text == "xxxx" * count  # type: ignore[union-attr]  # as above
