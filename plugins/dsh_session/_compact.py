@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError
 from typing import Any, ClassVar
 
@@ -44,8 +44,6 @@ _SHAPES: tuple[tuple[str, ...], ...] = (
 #: The types whose ``message=`` may stand for ``data["message"]``.
 _MESSAGE_TYPES = frozenset({"user/message", "assistant/message"})
 
-_set = object.__setattr__
-
 
 class _Compact(SessionEvent):
     """A :class:`SessionEvent` whose data values are slots of a class per shape; it
@@ -57,6 +55,8 @@ class _Compact(SessionEvent):
     _values: ClassVar[operator.attrgetter[tuple[Any, ...]]]
     #: The class of the same shape that keeps a ``Message`` for ``data["message"]``.
     _with_message: ClassVar[type[_Compact] | None] = None
+    #: ``build(seq, type, time, data, message)``, made by :func:`_builder`.
+    _build: ClassVar[Callable[..., SessionEvent]]
 
     def __new__(cls, seq: int, type: str, time: float, data: Mapping[str, Any]) -> Any:
         # What dataclasses.replace calls: the event of the new fields, compact or not.
@@ -94,6 +94,13 @@ class _CompactMessage(_Compact):
         return data
 
 
+#: What every builder sets: the allocator and the setters of the inherited fields.
+_FIELD_SETTERS = {
+    "_new": object.__new__,
+    **{f"_{name}": SessionEvent.__dict__[name].__set__ for name in ("seq", "type", "time")},
+}
+
+
 def _shape_class(keys: tuple[str, ...], base: type[_Compact]) -> type[_Compact]:
     slots = tuple(f"_{key}" for key in keys)
     namespace = {
@@ -102,7 +109,30 @@ def _shape_class(keys: tuple[str, ...], base: type[_Compact]) -> type[_Compact]:
         # The first slot once more: a tuple even for one slot (zip stops at the keys).
         "_values": operator.attrgetter(*slots, slots[0]),
     }
-    return builtins.type(f"{base.__name__}_{len(keys)}", (base,), namespace)
+    kind: type[_Compact] = builtins.type(f"{base.__name__}_{len(keys)}", (base,), namespace)
+    kind._build = _builder(kind, keys, keep_message=base is _CompactMessage)
+    return kind
+
+
+def _builder(
+    kind: type[_Compact], keys: tuple[str, ...], *, keep_message: bool
+) -> Callable[..., SessionEvent]:
+    """``build(seq, type, time, data, message)``: an event of ``kind``, each value set
+    by its slot's setter in one line (a loop over the slots would take twice as long
+    as building a plain event; this takes about as long)."""
+    setters = {f"_set{i}": kind.__dict__[f"_{key}"].__set__ for i, key in enumerate(keys)}
+    values = ["message" if keep_message and key == "message" else f"data[{key!r}]" for key in keys]
+    lines = [f"    _set{i}(event, {value})\n" for i, value in enumerate(values)]
+    source = (
+        "def build(seq, type, time, data, message):\n"
+        "    event = _new(_kind)\n"
+        "    _seq(event, seq)\n    _type(event, type)\n    _time(event, time)\n"
+        f"{''.join(lines)}    return event\n"
+    )
+    namespace: dict[str, Any] = {**_FIELD_SETTERS, **setters, "_kind": kind}
+    exec(source, namespace)  # keys from _SHAPES only: fixed identifiers
+    build: Callable[..., SessionEvent] = namespace["build"]
+    return build
 
 
 class _Classes(dict[tuple[str, ...], "type[_Compact] | None"]):
@@ -134,16 +164,4 @@ def session_event(
     if kind is None:
         return SessionEvent(seq, type, time, data)
     keeper = kind._with_message if message is not None and type in _MESSAGE_TYPES else None
-    if keeper is not None:
-        kind = keeper
-    event = object.__new__(kind)
-    _set(event, "seq", seq)
-    _set(event, "type", type)
-    _set(event, "time", time)
-    slots: tuple[str, ...] = kind.__slots__
-    # The values as given, in order (subscripts, not a call: appends are hot).
-    for slot, value in zip(slots, map(data.__getitem__, data), strict=True):
-        _set(event, slot, value)
-    if keeper is not None:
-        _set(event, "_message", message)  # kept instead of its encoding
-    return event
+    return (kind if keeper is None else keeper)._build(seq, type, time, data, message)
