@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import operator
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TypeAlias
 
 __all__ = ["LIMITS", "Counts", "counts", "narrowest", "pack"]
@@ -34,16 +34,29 @@ def narrowest(top: int) -> str:
     return "Q"
 
 
-def pack(values: Iterable[int]) -> Counts:
+#: The counts that fit in a nibble, as bytes (``translate`` deletes them).
+_NIBBLES = bytes(range(16))
+
+
+def pack(values: list[int] | array[int]) -> Counts:
     """``values`` (non-negative), two to a byte when they are all below 16."""
-    wide = array("Q", values)
-    top = max(wide, default=0)
-    if top >= 16:
-        return array(narrowest(top), wide)
-    highs = map(operator.lshift, wide[0::2], itertools.repeat(4))
+    small = _as_bytes(values)
+    if small is None or small.translate(None, _NIBBLES):  # a count of 16 or more
+        return array(narrowest(max(values, default=0)), values)
+    highs = map(operator.lshift, small[0::2], itertools.repeat(4))
     # A pad after an odd count (the reader takes as many counts as were packed).
-    lows = itertools.chain(wide[1::2], (0,))
+    lows = itertools.chain(small[1::2], (0,))
     return bytes(map(operator.or_, highs, lows))
+
+
+def _as_bytes(values: list[int] | array[int]) -> bytes | None:
+    """``values`` one to a byte, or None when one of them needs more."""
+    if type(values) is array:
+        return values.tobytes() if values.typecode == "B" else None
+    try:
+        return bytes(values)
+    except ValueError:  # a count above 255
+        return None
 
 
 def counts(packed: Counts, count: int) -> Iterator[int]:

@@ -53,7 +53,7 @@ class _Deltas:
         """Join the pieces (the segment must be open: the last of an open run)."""
         parts: list[str] = self.parts  # type: ignore[assignment]  # open, see above
         self.text = "".join(parts)
-        self.lengths = pack(map(len, parts[:-1]))  # the last piece: the rest of the text
+        self.lengths = pack(list(map(len, parts[:-1])))  # the last piece: the rest of the text
         self.count = len(parts)
         self.parts = None
 
@@ -192,7 +192,7 @@ class ChunkRun:
         """Take no more chunks; the open deltas are joined into one string."""
         if self.open:
             self.open = False
-            self._gaps = pack(self._gaps)
+            self._gaps = pack(self._gaps)  # type: ignore[arg-type]  # open: an array
             segments = self._segments
             if segments and type(segments[-1]) is _Deltas:
                 segments[-1].close()
