@@ -1,7 +1,8 @@
 """Agent step benchmark: framework overhead per tool step, beside two peers and a floor.
 
 Run: ``.venv/bin/python -m bench.agent_step`` (asyncio backend; needs the ``bench`` extra;
-``--quick`` for a smoke run, ``--profile`` to also profile dsh at N=100).
+``--quick`` for a smoke run, ``--profile`` to also profile dsh at N=100; ``--run-profile``
+for dsh alone: the Python calls and CPU time of a whole run at N=1, its fixed cost).
 
 One run is one user prompt, then N tool steps (the model asks for the ``echo`` tool with a
 small JSON argument and gets its result back), then a final text answer. N = 1, 10 and
@@ -245,20 +246,23 @@ async def resumed_turns(root: dsh.Context, turns: int, rounds: int) -> dict[str,
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-async def profile_dsh(run: Callable[[], Awaitable[object]], runs: int, top: int) -> None:
-    """cProfile ``runs`` dsh runs at N=100 and print the top entries."""
+async def profile_dsh(
+    run: Callable[[], Awaitable[object]], runs: int, top: int, n: int = 100
+) -> None:
+    """cProfile ``runs`` dsh runs of ``n`` tool steps and print the top entries: per
+    step at N=100 (the step's cost), per run at N=1 (the run's fixed cost)."""
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(runs):
-        SCRIPT.start(100)
+        SCRIPT.start(n)
         await run()
     profiler.disable()
     stats = pstats.Stats(profiler, stream=io.StringIO())
     calls = stats.total_calls  # type: ignore[attr-defined]  # set by pstats, not in stubs
-    steps = runs * 100
+    per, unit = (runs * n, "step") if n > 1 else (runs, "run")
     print(
-        f"\nprofile: dsh, {runs} runs x 100 tool steps; {calls / steps:.0f} Python calls "
-        f"per step, {stats.total_tt / steps * 1e6:.0f} us per step under cProfile"  # type: ignore[attr-defined]
+        f"\nprofile: dsh, {runs} runs x {n} tool steps; {calls / per:.0f} Python calls "
+        f"per {unit}, {stats.total_tt / per * 1e6:.0f} us per {unit} under cProfile"  # type: ignore[attr-defined]
     )
     for key in ("tottime", "cumulative"):
         out = io.StringIO()
@@ -289,6 +293,23 @@ def versions() -> str:
 def ratio_line(label: str, mine: dict[str, float], theirs: dict[str, float]) -> str:
     cells = ", ".join(f"{c}: {mine[c] / theirs[c]:.3f}x" for c in mine)
     return f"  {label:<22} {cells}"
+
+
+async def run_profile(quick: bool) -> None:
+    """dsh alone at N=1: CPU time per whole run (create, one tool step, the final
+    answer, dispose), then its Python calls."""
+    rounds, batch = (3, 20) if quick else (25, 100)
+    async with dsh.Context() as root:
+        run = await make_dsh(root)
+        go = batched(run, 1, batch)
+        check = checker(1)
+        check(DSH, await go())  # warm-up, checked
+        gc.collect()
+        gc.freeze()
+        samples = await sample_async({DSH: go}, rounds, check, clock=time.thread_time)
+        cpu = statistics.median(samples[DSH]) / batch
+        print(f"dsh, one run at N=1: {cpu * 1e6:.1f} us CPU (median of {rounds} x {batch} runs)")
+        await profile_dsh(run, batch, 40, n=1)
 
 
 async def main(quick: bool, profile: bool) -> None:
@@ -365,4 +386,7 @@ async def main(quick: bool, profile: bool) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, "--quick" in sys.argv, "--profile" in sys.argv, backend="asyncio")
+    if "--run-profile" in sys.argv:
+        anyio.run(run_profile, "--quick" in sys.argv, backend="asyncio")
+    else:
+        anyio.run(main, "--quick" in sys.argv, "--profile" in sys.argv, backend="asyncio")

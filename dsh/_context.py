@@ -151,16 +151,22 @@ class Context:
     ) -> Fiber:
         """``plugin(...)``, for the runtime's own callers: ``name`` and ``entry`` say
         where a deployment's plugin came from; ``now`` loads at once, before returning
-        (only for a body known to be the caller's own, e.g. a scope's empty one)."""
+        (only for a body known to be the caller's own, e.g. a scope's empty one: its
+        spec is described once per runtime)."""
         parent = self._fiber
         parent.check_alive()
         rt = self._rt
-        spec = plugin_spec(plugin, name) if name is not None else rt.spec_of(plugin)
+        if name is not None:
+            spec = plugin_spec(plugin, name)
+        elif now:
+            spec = rt.static_spec(plugin)
+        else:
+            spec = rt.spec_of(plugin)
         if spec.hookspecs is not None:
             rt.events.add_hookspecs(spec.hookspecs)
         fiber = Fiber(rt, parent, spec, config, entry=entry)
         fiber.ctx = Context._derive(rt, fiber, self.scope)
-        if name is None:
+        if name is None and not now:
             fiber.spec_key = id(plugin)
         fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")
         fiber.dispose.bounded = False
@@ -184,7 +190,7 @@ class Context:
             d._discard()
             raise
         if d._start(result):
-            self._rt.spawn(functools.partial(d._setup_in_background, result))
+            self._rt.spawn(functools.partial(d._setup_in_background, result), f"dsh {label}")
         return d
 
     def task(
@@ -193,6 +199,7 @@ class Context:
         """Run ``fn(*args)`` in the background as an effect; disposing cancels it."""
         fiber = self._fiber
         rt = self._rt
+        name = label or f"task {getattr(fn, '__name__', fn)!s}"
 
         def start() -> Callable[[], Awaitable[None] | None]:
             scope = anyio.CancelScope()
@@ -204,12 +211,12 @@ class Context:
                         await fn(*args)
                 except Exception as exc:
                     fiber.logger.error(
-                        'plugin "%s": task %r failed', fiber.name, d.label, exc_info=exc
+                        'plugin "%s": task %r failed', fiber.name, name, exc_info=exc
                     )
                 finally:
                     done.set()
 
-            rt.spawn(run)
+            rt.spawn(run, f"dsh {name}")
 
             def stop() -> Awaitable[None] | None:
                 if done.is_set():  # ended by itself: nothing to cancel or wait for
@@ -219,8 +226,7 @@ class Context:
 
             return stop
 
-        d = self.effect(start, label=label or f"task {getattr(fn, '__name__', fn)!s}")
-        return d
+        return self.effect(start, label=name)
 
     # -- services -----------------------------------------------------------------------
 
@@ -246,7 +252,7 @@ class Context:
         return value
 
     def __getattr__(self, key: str) -> Any:
-        if key.startswith("_"):
+        if key[:1] == "_":
             raise AttributeError(key)
         prov = self._rt.lookup(key)
         if prov is None:

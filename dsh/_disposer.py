@@ -13,6 +13,7 @@ import inspect
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import aclosing
+from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -51,9 +52,10 @@ class Disposer:
         "_pending",
         "_phase",
         "_running",
-        "_setup_done",
+        "_setting_up",
         "_setup_error",
         "_setup_scope",
+        "_setup_waiter",
         "_top",
         "_undo",
         "bounded",
@@ -67,7 +69,11 @@ class Disposer:
         self._phase = _SETUP
         self._top = False
         self._setup_scope: anyio.CancelScope | None = None
-        self._setup_done: anyio.Event | None = None
+        #: Whether an asynchronous setup is running (None: the setup was synchronous);
+        #: ``_setup_waiter`` is the event its waiters wait on, made by the first of
+        #: them (most setups have none).
+        self._setting_up: bool | None = None
+        self._setup_waiter: anyio.Event | None = None
         self._setup_error: Exception | None = None
         self._pending: object = None
         self._done: anyio.Event | None = None
@@ -98,9 +104,7 @@ class Disposer:
         return self._wait_setup().__await__()
 
     async def _wait_setup(self) -> Disposer:
-        done = self._setup_done
-        if done is not None:
-            await done.wait()
+        await self._setup_finished()
         if self._setup_error is not None:
             raise self._setup_error
         return self
@@ -122,15 +126,20 @@ class Disposer:
 
     def _start(self, result: EffectBody) -> bool:
         """Interpret a body's result; True when an asynchronous setup must follow."""
+        # The common kinds by exact type first (no generator or coroutine is callable).
+        kind = type(result)
         if result is None:
             self._settle()
+        elif kind is GeneratorType:
+            self._drain(result)
+        elif kind is CoroutineType or kind is AsyncGeneratorType:
+            self._setting_up = True
+            return True
         elif callable(result):
             self._collect(result)
             self._settle()
-        elif inspect.isgenerator(result):
-            self._drain(result)
-        elif inspect.isasyncgen(result) or inspect.isawaitable(result):
-            self._setup_done = anyio.Event()
+        elif inspect.isawaitable(result):
+            self._setting_up = True
             return True
         else:
             self._discard()
@@ -171,16 +180,25 @@ class Disposer:
         self._phase = _READY
         self._orphaned = True
 
+    async def _setup_finished(self) -> None:
+        """Wait until the asynchronous setup (if any) has finished."""
+        if self._setting_up:
+            waiter = self._setup_waiter
+            if waiter is None:
+                waiter = self._setup_waiter = anyio.Event()
+            await waiter.wait()
+        elif self._setting_up is not None:
+            # Finished already: a checkpoint, as waiting on a set event is.
+            await anyio.lowlevel.checkpoint()
+
     async def _setup_async(self, result: Any) -> None:
         """Drive an awaitable or async-generator body; dispose cancels it."""
-        done = self._setup_done
-        assert done is not None
         try:
             with anyio.CancelScope() as scope:
                 self._setup_scope = scope
                 if self._phase >= _UNWINDING:
                     scope.cancel()
-                if inspect.isasyncgen(result):
+                if type(result) is AsyncGeneratorType:
                     await self._drain_async(result)
                 else:
                     value = await result
@@ -190,7 +208,11 @@ class Disposer:
             self._setup_error = exc
         finally:
             self._setup_scope = None
-            done.set()
+            self._setting_up = False
+            waiter = self._setup_waiter
+            if waiter is not None:
+                self._setup_waiter = None
+                waiter.set()
         if self._phase == _SETUP:
             if self._setup_error is None:
                 self._settle()
@@ -223,8 +245,7 @@ class Disposer:
         if self._top:
             self._top = False
             del self._fiber._effects[self]
-        done = self._setup_done
-        if done is not None and not done.is_set():
+        if self._setting_up:
             if self._setup_scope is not None:
                 self._setup_scope.cancel()
             return True
@@ -264,8 +285,7 @@ class Disposer:
         surfaces here is the step's own failure, and the rest must still run.
         """
         with anyio.CancelScope(shield=True):
-            if self._setup_done is not None:
-                await self._setup_done.wait()
+            await self._setup_finished()
             while True:
                 pending = self._pending
                 self._pending = None
@@ -307,7 +327,7 @@ class Disposer:
     def _continue_in_background(self) -> None:
         self._running = True
         self._fiber._inflight.add(self)
-        self._fiber.runtime.spawn(self._finish_in_background)
+        self._fiber.runtime.spawn(self._finish_in_background, f"dsh undo of {self.label}")
 
     async def _finish_in_background(self) -> None:
         try:

@@ -161,7 +161,8 @@ class Fiber:
             )
 
     def add_effect(self, label: str) -> Disposer:
-        self.check_alive()
+        if self.parent is None or self._disposed or self.state is FiberState.UNLOADING:
+            self.check_alive()  # raises, unless this is the root of an open runtime
         d = Disposer(self, label)
         d._top = True
         self._effects[d] = None
@@ -223,7 +224,9 @@ class Fiber:
             if isinstance(step, bool):
                 self._end_drive()
         if step is not False:
-            self.runtime.spawn(functools.partial(self._drive_async, step))
+            self.runtime.spawn(
+                functools.partial(self._drive_async, step), f"dsh transition of {self.name}"
+            )
 
     async def _drive_async(self, waiting: Awaitable[None]) -> None:
         try:

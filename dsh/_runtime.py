@@ -50,6 +50,10 @@ class Runtime:
         #: Specs of the plugin objects fibers run, by ``id(plugin)``: the plugin, its
         #: spec and how many fibers use it (released when the last one is forgotten).
         self.plugin_specs: dict[int, list[Any]] = {}
+        #: Specs of the bodies the runtime's own callers load at once (``now``: a
+        #: scope's), by body: each is a function of its caller's module, so it is
+        #: described once and kept, not released with each fiber.
+        self.static_specs: dict[object, PluginSpec] = {}
         self._uid = 0
         self._slots: dict[str, _Provision] = {}
         self._dependents: dict[str, set[Fiber]] = {}
@@ -75,6 +79,14 @@ class Runtime:
         self.plugin_specs[id(plugin)] = [plugin, spec, 1]
         return spec
 
+    def static_spec(self, body: object) -> PluginSpec:
+        """The spec of ``body``, a plugin the runtime's own code loads at once (made on
+        first use, then kept)."""
+        spec = self.static_specs.get(body)
+        if spec is None:
+            spec = self.static_specs[body] = plugin_spec(body)
+        return spec
+
     def release_spec(self, key: int) -> None:
         """A fiber whose plugin was looked up by :meth:`spec_of` (``key`` is the
         plugin's id) is gone: forget the plugin once no fiber runs it."""
@@ -97,9 +109,10 @@ class Runtime:
             )
         return tg
 
-    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Run ``fn`` in the root task group; it must handle its own errors."""
-        self.require_open().start_soon(fn)
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        """Run ``fn`` in the root task group, as a task called ``name`` (given, so
+        that anyio does not work one out); it must handle its own errors."""
+        self.require_open().start_soon(fn, name=name)
 
     # -- transitions --------------------------------------------------------------------
 
@@ -112,7 +125,7 @@ class Runtime:
         variables of the code that asked for it, as a task spawned there would.
         """
         if not self._flushing:
-            self.spawn(self._flush)
+            self.spawn(self._flush, "dsh transitions")
             self._flushing = True
         self._queue.append((fiber, contextvars.copy_context()))
 

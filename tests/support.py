@@ -9,13 +9,16 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import anyio
 import pytest
 
 from dsh import Context, DeploymentError, load_deployment
-from dsh.testing import write_deployment
+from dsh.testing import Mark, ScriptedModel, Wait, write_deployment
+from dsh_agent_loop import LoopAgent
 from dsh_session import Session
 
 ROOT = Path(__file__).parents[1]
@@ -26,6 +29,8 @@ HELLO = EXAMPLES / "hello" / "dsh.yml"
 ECHO = EXAMPLES / "echo-agent" / "dsh.yml"
 #: The harness identity, the first section of every system prompt.
 IDENT = "You are an AI agent powered by dsh."
+#: The events of a step the model answered without calling a tool.
+ANSWERED_STEP = ("step/start", "assistant/message", "usage/step", "step/end")
 #: An agent-core config declaring two agents on the echo model.
 TWO_AGENTS = "{model: echo-mock, persona: 'On {{model}}.', agents: [{id: a}, {id: b}]}"
 
@@ -60,6 +65,42 @@ def echo_deployment(directory: Path, core: str, extra: str = "") -> Path:
     )
 
 
+#: A ``dsh-session-jsonl`` store entry keeping sessions under ``stored`` (relative).
+JSONL_STORE = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
+
+
+def stored_echo_deployment(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str = "echo-mock",
+    store: str = JSONL_STORE,
+) -> Path:
+    """The echo deployment on ``model`` with the ``store`` entry, written to
+    ``tmp_path``, which becomes the current directory (where relative stores keep their
+    sessions)."""
+    monkeypatch.chdir(tmp_path)
+    return echo_deployment(tmp_path, f"{{model: {model}}}", store)
+
+
+def first_stored_session(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """``dsh sessions PATH`` lists nothing, ``dsh run PATH -p 'echo one'`` succeeds;
+    the line ``dsh sessions PATH`` then lists for that one session."""
+    from dsh import cli
+
+    assert cli.main(["sessions", str(path)]) == 0
+    assert capsys.readouterr().out == "no stored sessions\n"
+    assert cli.main(["run", str(path), "-p", "echo one"]) == 0
+    capsys.readouterr()
+    assert cli.main(["sessions", str(path)]) == 0
+    line: str = capsys.readouterr().out
+    return line
+
+
+def _dsh(args: Sequence[str], **options: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m dsh ARGS`` in a subprocess with text streams, its status unchecked."""
+    return subprocess.run([sys.executable, "-m", "dsh", *args], text=True, check=False, **options)
+
+
 def run_dsh(
     *args: str,
     stdin: str = "",
@@ -69,16 +110,7 @@ def run_dsh(
 ) -> subprocess.CompletedProcess[str]:
     """``python -m dsh ARGS`` as a user runs it, in a subprocess fed ``stdin``; the
     ``timeout`` fails a test instead of hanging it."""
-    return subprocess.run(
-        [sys.executable, "-m", "dsh", *args],
-        input=stdin,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return _dsh(args, input=stdin, cwd=cwd, env=env, capture_output=True, timeout=timeout)
 
 
 def run_dsh_into_closed_pipe(
@@ -92,19 +124,56 @@ def run_dsh_into_closed_pipe(
     read, write = os.pipe()
     os.close(read)
     try:
-        return subprocess.run(
-            [sys.executable, "-m", "dsh", *args],
-            cwd=cwd,
-            env=env,
-            stdin=stdin,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
+        return _dsh(
+            args, cwd=cwd, env=env, stdin=stdin, stdout=write, stderr=subprocess.PIPE, timeout=120
         )
     finally:
         os.close(write)
+
+
+@dataclass
+class AgentRig:
+    """A root with an agent on a scripted model: what a test's rig is built on."""
+
+    root: Context
+    model: ScriptedModel
+    agent: LoopAgent
+
+    def result(self, n: int = 0) -> dict[str, Any]:
+        """The data of the agent's ``n``-th ``tool/result`` event."""
+        return dict(event_data(self.agent.session, "tool/result")[n])
+
+    def sent(self, n: int) -> list[str]:
+        """The texts of the user messages of the model's ``n``-th request."""
+        return [
+            block.text
+            for message in self.model.requests[n].messages
+            if message.role == "user"
+            for block in message.content
+        ]
+
+
+@dataclass
+class MainRig:
+    """A root whose agent ``main`` runs on a scripted model."""
+
+    root: Context
+    model: ScriptedModel
+
+    @property
+    def agent(self) -> LoopAgent:
+        return cast("LoopAgent", self.root.agents.get("main"))
+
+
+async def cancelled_while_streaming(model: ScriptedModel, agent: LoopAgent, message: str) -> None:
+    """Send ``agent`` ``message`` and cancel the turn once ``model``'s stream is open
+    (it holds until then); returns when the agent is idle."""
+    reached = anyio.Event()
+    model.reply([Mark(reached), Wait(anyio.Event())])
+    agent.send(message)
+    await reached.wait()
+    agent.cancel()
+    await agent.when_idle()
 
 
 def event_types(session: Session) -> list[str]:

@@ -243,11 +243,13 @@ class LoopAgent:
         for the session's end (if it started)."""
         self._disposed = True
         driver = self._driver
-        return None if driver is None and not self._in_session else self._stop(driver)
+        if driver is None:
+            # Idle: only a heard ``session/end`` is left to wait for.
+            return self._notify("session/end") if self._leave_session() else None
+        return self._stop(driver)
 
-    async def _stop(self, driver: Disposer | None) -> None:
-        if driver is not None:
-            await driver()
+    async def _stop(self, driver: Disposer) -> None:
+        await driver()
         await self.end_session()
 
     async def dispose(self) -> None:
@@ -309,11 +311,16 @@ class LoopAgent:
         turn starts it again. The agent's close calls it; a front-end that ends while
         its agents live on (the terminal) calls it too, so that every listener hears it
         before the deployment unloads them."""
-        if not self._in_session:
-            return
-        self._in_session = False
-        if self._loop.session_end.heard(self):
+        if self._leave_session():
             await self._notify("session/end")
+
+    def _leave_session(self) -> bool:
+        """Mark the session ended; True when ``session/end`` is to be dispatched (it
+        was started and someone in the agent's scope hears its end)."""
+        if not self._in_session:
+            return False
+        self._in_session = False
+        return bool(self._loop.session_end.heard(self))
 
     async def drive(self) -> None:
         """Run one turn per queued message until none is left, then return: the agent

@@ -83,6 +83,9 @@ class AgentLoop(Plugin):
     def __init__(self, ctx: Context, config: AgentLoopConfig) -> None:
         super().__init__(ctx, config)
         self._ids = itertools.count(1)
+        #: The registry, read through the loop's own view (the loop injects it: a new
+        #: registry restarts the loop); what registers through it uses the caller's.
+        self._registry = ctx.agents
         self._agents: dict[LoopAgent, None] = {}
         #: The bus, whose count of changes revalidates each agent's :class:`Hearing`.
         self.events = events = ctx.events
@@ -229,7 +232,7 @@ class AgentLoop(Plugin):
         an empty id, a ``max_tokens``, ``max_steps`` or ``max_turn_tokens`` that is not
         a positive integer, or both ``cwd`` and ``session``; nothing is left behind.
         """
-        agents = owner.agents
+        agents = self._registry
         if id is None:
             id = next(i for i in (f"agent-{n}" for n in self._ids) if agents.get(i) is None)
         given: object = id

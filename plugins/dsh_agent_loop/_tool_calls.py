@@ -55,7 +55,7 @@ def _log_result(session: Session, turn: int, step: int, call: ToolCall, result: 
     if result.code is not None:
         data["code"] = result.code
     arguments = call.arguments
-    if not isinstance(arguments, str):
+    if type(arguments) is not str and not isinstance(arguments, str):  # str: no call
         # A tool/before listener replaced the model's arguments (its tool/call event
         # keeps what the model wrote): what the tool ran with.
         data["arguments"] = dict(arguments)
@@ -154,6 +154,13 @@ async def _execute(agent: LoopAgent, tools: Any, call: ToolCall) -> ToolResult:
     return result
 
 
+def _call_scope(turn_scope: anyio.CancelScope | None) -> anyio.CancelScope:
+    """A new cancel scope for one call. ``anyio.CancelScope()`` asks which backend runs
+    before making the backend's own scope; a scope of the turn scope's class (the
+    running backend's) skips that question."""
+    return anyio.CancelScope() if turn_scope is None else type(turn_scope)()
+
+
 async def run_tool_calls(
     agent: LoopAgent,
     turn: int,
@@ -205,11 +212,11 @@ async def _run_one(agent: LoopAgent, tools: Any, turn: int, step: int, call: Too
         # Where the concurrent path's slot acquisition would notice a pending cancel:
         # the turn's (from a listener, say) is looked at here, any other cancel is
         # delivered by the checkpoint ``tools.execute`` starts with.
-        scope = agent._turn_scope
-        if scope is None or scope.cancel_called:
+        turn_scope = agent._turn_scope
+        if turn_scope is None or turn_scope.cancel_called:
             await anyio.lowlevel.checkpoint_if_cancelled()
         result = ABORTED
-        with anyio.CancelScope() as scope:
+        with _call_scope(turn_scope) as scope:
             call.cancel_scope = scope
             result = await _execute(agent, tools, call)
     finally:
@@ -238,9 +245,11 @@ async def _run_many(
             committed = i + 1
             _log_result(session, turn, step, calls[i], result)
 
+    turn_scope = agent._turn_scope
+
     async def run(i: int, call: ToolCall) -> None:
         try:
-            with anyio.CancelScope() as scope:
+            with _call_scope(turn_scope) as scope:
                 call.cancel_scope = scope
                 results[i] = await _execute(agent, tools, call)
             # A tool that cancelled its own call's scope ends like an aborted call.

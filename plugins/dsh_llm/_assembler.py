@@ -79,10 +79,12 @@ class BlockAssembler:
 
     def _claim(self, index: int, block_type: BlockType, chunk_type: str) -> _Partial:
         """The partial at ``index``, created if new; it must hold ``block_type``."""
-        partial = self._partials.get(index)
-        if partial is None:
-            partial = self._partials[index] = _Partial(block_type)
-        elif partial.block_type != block_type:
+        partials = self._partials
+        if index not in partials:  # a new block (no dict.get call: most chunks)
+            partial = partials[index] = _Partial(block_type)
+            return partial
+        partial = partials[index]
+        if partial.block_type != block_type:
             raise AssemblyError(
                 f"block {index} is a {partial.block_type} block, but a {chunk_type} "
                 f"chunk targets it as a {block_type} block"
@@ -119,17 +121,22 @@ class BlockAssembler:
             partial.parts.append(chunk.arguments_delta)
 
     def _start(self, chunk: BlockStart) -> None:
-        self._claim(chunk.index, _block_type(chunk, chunk.block_type), chunk.type)
+        block_type = chunk.block_type
+        given: object = block_type  # what the adapter put there, whatever its type hint
+        # A str that is a known type exactly (the usual chunk): no _block_type call.
+        if type(given) is not str or given not in BLOCK_TYPES:
+            block_type = _block_type(chunk, given)
+        self._claim(chunk.index, block_type, chunk.type)
 
     def _end(self, chunk: BlockEnd) -> None:
         block = chunk.block
         if block is None:
-            found = self._partials.get(chunk.index)
-            if found is None:
+            partials = self._partials
+            if chunk.index not in partials:
                 raise AssemblyError(
                     f"block-end for block {chunk.index}, which never started and carries no block"
                 )
-            partial = found
+            partial = partials[chunk.index]
         else:
             partial = self._claim(chunk.index, _block_type(chunk, block.type), chunk.type)
         if partial.block is None:

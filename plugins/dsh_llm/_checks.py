@@ -115,7 +115,10 @@ def _compact(obj: Any) -> dict[str, Any]:
         names, get = _GETTERS[obj.__class__]
     except KeyError:
         names, get = _getter(obj.__class__)
-    return {name: value for name, value in zip(names, get(obj), strict=False) if value is not None}
+    values = get(obj)
+    if None not in values:  # every slot set (most blocks): no comprehension to run
+        return dict(zip(names, values, strict=False))
+    return {name: value for name, value in zip(names, values, strict=False) if value is not None}
 
 
 class _Record:

@@ -80,9 +80,14 @@ _NOT_STARTED = "Error: the session was interrupted before this tool call started
 
 #: The chunk types ``append_chunk`` records.
 _CHUNK_TYPES = (BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd, UsageChunk, Finish)
+#: The same, as a set of the exact classes (most chunks: no isinstance call).
+_CHUNK_CLASSES = frozenset(_CHUNK_TYPES)
 
 #: The event types whose ``data["message"]`` a caller may hand over decoded.
 _MESSAGES = frozenset({"user/message", "assistant/message"})
+
+#: The event types that contribute a message to the history (see ``_message_of``).
+_CONTRIBUTE = frozenset({"user/message", "assistant/message", "tool/result"})
 
 #: Messages handed to ``append`` wait for the history at most this many at a time.
 _GIVEN_MAX = 64
@@ -132,6 +137,8 @@ class Session:
         "_messages",
         "_on_append",
         "_open",
+        "_quiet",
+        "_quiet_scope",
         "_scope",
         "events",
         "header",
@@ -163,6 +170,11 @@ class Session:
         #: The scope key of the context that entered the session into the store (its
         #: agent): the store publishes the session's events with ``scope=`` it.
         self._scope: object = None
+        #: When nobody heard ``session/event`` last time it was asked: the bus's count
+        #: of changes then and the audience, and the scope asked about (compared by
+        #: identity, as the bus tells scopes apart; see :meth:`_hears`).
+        self._quiet: tuple[int, Event] | None = None
+        self._quiet_scope: object = None
         #: The event types plugins declared (set by the store while the session is in it).
         self._declared = _NONE_DECLARED
         #: Work appending to this session now (the agent loop holds it for each turn):
@@ -229,9 +241,25 @@ class Session:
         on_append = self._on_append
         if on_append is not None:
             audience = self._audience
-            if audience is None or audience.heard(self._scope):
+            # Not when nobody heard it last time and nothing changed since (``_quiet``).
+            if audience is None or (
+                (
+                    self._quiet != (audience.bus.changes, audience)
+                    or self._quiet_scope is not self._scope
+                )
+                and self._hears(audience)
+            ):
                 on_append(self, event)
         return event
+
+    def _hears(self, audience: Event) -> bool:
+        """Whether a listener of ``audience`` hears this session's scope; when none
+        does, that is remembered in ``_quiet`` until the bus's listeners change."""
+        if audience.heard(self._scope):
+            return True
+        self._quiet = (audience.bus.changes, audience)
+        self._quiet_scope = self._scope
+        return False
 
     def append_chunk(self, turn: int, step: int, chunk: Chunk) -> None:
         """Record one chunk of the stream of ``(turn, step)``: an ``assistant/chunk``
@@ -243,7 +271,7 @@ class Session:
         keeps (to the millisecond within the step). Raises :class:`SessionError` for
         an object that is not a ``dsh_llm`` chunk, recording nothing.
         """
-        if not isinstance(chunk, _CHUNK_TYPES):
+        if type(chunk) not in _CHUNK_CLASSES and not isinstance(chunk, _CHUNK_TYPES):
             raise SessionError(f"append_chunk() takes a dsh_llm chunk, got {chunk!r}")
         log = self.events
         seq = log._len
@@ -258,7 +286,10 @@ class Session:
         if on_append is None:
             return
         audience = self._audience
-        if audience is not None and not audience.heard(self._scope):
+        if audience is not None and (
+            (self._quiet == (audience.bus.changes, audience) and self._quiet_scope is self._scope)
+            or not self._hears(audience)
+        ):
             return
         data = {"turn": turn, "step": step, "chunk": chunk_to_json(chunk)}
         on_append(self, SessionEvent(seq, "assistant/chunk", when, data))
@@ -286,7 +317,7 @@ class Session:
                 ):
                     ended.extend(self._open)
                 self._open = None
-            else:
+            elif kind in _CONTRIBUTE:
                 message = given.pop(event.seq, None) if given and kind in _MESSAGES else None  # type: ignore[union-attr]
                 if message is None:
                     message = _message_of(event)  # type: ignore[arg-type]  # a plain event

@@ -9,7 +9,7 @@ model's ``extra``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,17 +81,17 @@ def shown_schema(schema: Mapping[str, Any], names: ArgumentNames) -> dict[str, A
     return shown
 
 
-def _keys(arguments: str | Mapping[Any, Any]) -> list[str]:
+def _keys(arguments: str | Mapping[Any, Any]) -> Collection[str]:
     """The top-level keys of the arguments, in their order (none when they are not an
     object: the model's validation says what is wrong)."""
-    if isinstance(arguments, str):
+    if type(arguments) is str or isinstance(arguments, str):
         try:
             # One C call (the json module's loads is three Python ones).
-            arguments = from_json(arguments)
+            parsed = from_json(arguments)
         except ValueError:
-            return []
-        if not isinstance(arguments, dict):
-            return []
+            return ()
+        # A JSON object's keys are strings: the dict itself holds them, in order.
+        return parsed if type(parsed) is dict else ()
     return [str(key) for key in arguments]
 
 
@@ -135,20 +135,30 @@ def validate_arguments(
     ``model`` for the tool ``tool``. Raises :class:`ToolArgumentsError` naming every
     problem (names it does not take first, as ``unknown argument "x" (<tool> takes:
     a, b)``); what a validator of the model raises otherwise propagates."""
-    if not isinstance(arguments, str | Mapping):
+    text: str | None = None
+    mapping: Mapping[Any, Any] = {}
+    # A str exactly (the model's text, the usual case) needs no isinstance call.
+    if type(arguments) is str or isinstance(arguments, str):
+        text = arguments
+    elif isinstance(arguments, Mapping):
+        mapping = arguments
+    else:
         raise ToolArgumentsError(
             f"arguments must be a JSON object string or a dict, got {type(arguments).__name__}"
         )
     accepted = names.accepted
-    unknown = [] if accepted is None else [k for k in _keys(arguments) if k not in accepted]
+    unknown: list[str] = []
+    if accepted is not None:
+        keys = _keys(mapping if text is None else text)
+        if not accepted.issuperset(keys):  # the usual call takes only names it knows
+            unknown = [k for k in keys if k not in accepted]
     args: BaseModel | None = None
     problems: list[str] = []
     try:
-        # Text (the model's) is the usual case: asked first, it skips the ABC check.
-        if not isinstance(arguments, str):
-            args = model.model_validate(dict(arguments))
-        elif arguments.strip():
-            args = model.model_validate_json(arguments)
+        if text is None:
+            args = model.model_validate(dict(mapping))
+        elif text.strip():
+            args = model.model_validate_json(text)
         else:
             args = model.model_validate({})
     except ValidationError as exc:

@@ -312,7 +312,7 @@ class Tools(Service):
                 yield entry
 
     def _resolve(self, scope: object, name: str) -> _Entry | None:
-        layer = self._scope_layer(scope)
+        layer = None if scope is None else self._scoped.get(id(scope))  # _scope_layer's
         if layer is not None:
             own = layer.tools.get(name)
             if own is not None:
@@ -396,7 +396,7 @@ class Tools(Service):
             result: object = await pending
         except Exception as exc:
             return self._failed(name, exc)
-        if isinstance(result, str):
+        if type(result) is str or isinstance(result, str):  # str exactly: no isinstance
             return ToolResult(content=result)
         if isinstance(result, ToolResult):
             return result

@@ -138,33 +138,45 @@ async def test_an_outer_cancel_of_the_unwinding_task_is_honoured_afterwards() ->
         assert scope.cancelled_caught
 
 
+class HeldUndo:
+    """A plugin whose undo step waits to be released, then logs ``undone``."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.inside, self.released = anyio.Event(), anyio.Event()
+
+        def plugin(ctx: Context, config: None) -> Callable[[], Awaitable[None]]:
+            async def undo() -> None:
+                self.inside.set()
+                await self.released.wait()  # a native cancel lands here, despite the shield
+                self.log.append("undone")
+
+            return undo
+
+        self.plugin = plugin
+
+    async def cancel_inside(self, task: asyncio.Task[None]) -> None:
+        """Cancel ``task`` (natively) while the undo step waits, then release it: the
+        task ends cancelled, after the undo step ran to its end."""
+        await self.inside.wait()
+        task.cancel()
+        await anyio.lowlevel.checkpoint()  # the cancel reaches the waiting undo step first
+        self.released.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert self.log == ["undone"]
+
+
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_native_task_cancel_during_an_unwind_is_honoured_afterwards() -> None:
-    log: list[str] = []
-    inside, released = anyio.Event(), anyio.Event()
-
-    def plugin(ctx: Context, config: None) -> Callable[[], Awaitable[None]]:
-        async def undo() -> None:
-            inside.set()
-            await released.wait()  # a native cancel lands here, despite the shield
-            log.append("undone")
-
-        return undo
-
+    held = HeldUndo()
     async with Context() as root:
-        fiber = await root.plugin(plugin)
+        fiber = await root.plugin(held.plugin)
 
         async def dispose() -> None:
             await fiber.dispose()
 
-        task = asyncio.get_running_loop().create_task(dispose())
-        await inside.wait()
-        task.cancel()
-        await anyio.lowlevel.checkpoint()  # the cancel reaches the waiting undo step first
-        released.set()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert log == ["undone"]
+        await held.cancel_inside(asyncio.get_running_loop().create_task(dispose()))
         assert state(fiber) is FiberState.DISPOSED
 
 
@@ -268,30 +280,14 @@ async def test_a_fiber_teardown_with_two_async_effects_survives_an_outer_cancel(
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_native_cancel_during_the_roots_teardown_is_delivered_after_it() -> None:
-    log: list[str] = []
-    inside, released = anyio.Event(), anyio.Event()
-
-    def plugin(ctx: Context, config: None) -> Callable[[], Awaitable[None]]:
-        async def undo() -> None:
-            inside.set()
-            await released.wait()
-            log.append("undone")
-
-        return undo
+    held = HeldUndo()
 
     async def run_root() -> None:
         async with Context() as root:
-            await root.plugin(plugin)
-        log.append("after the root")  # not reached: the cancellation comes first
+            await root.plugin(held.plugin)
+        held.log.append("after the root")  # not reached: the cancellation comes first
 
-    task = asyncio.get_running_loop().create_task(run_root())
-    await inside.wait()
-    task.cancel()
-    await anyio.lowlevel.checkpoint()  # the cancel reaches the waiting undo step first
-    released.set()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert log == ["undone"]
+    await held.cancel_inside(asyncio.get_running_loop().create_task(run_root()))
 
 
 async def test_awaiting_an_unwind_that_finished_synchronously_is_no_checkpoint() -> None:

@@ -6,18 +6,7 @@ import logging
 
 import pytest
 
-from dsh import Context
-from dsh.testing import (
-    ScriptedModel,
-    capture_logs,
-    errors_logged,
-    failure,
-    run_turn,
-    text,
-    tool_call,
-    tool_calls,
-    until,
-)
+from dsh import Context, testing
 from dsh_agent_core import AgentCore
 from dsh_llm import BlockEnd, BlockStart, Finish, LlmFailure, ToolCallDelta, Usage, UsageChunk
 
@@ -26,7 +15,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_until_gives_up_after_its_limit() -> None:
     with pytest.raises(AssertionError, match=r"never became true \(3 checkpoints\)"):
-        await until(lambda: False, limit=3)
+        await testing.until(lambda: False, limit=3)
     ticks = 0
 
     def soon() -> bool:
@@ -34,7 +23,7 @@ async def test_until_gives_up_after_its_limit() -> None:
         ticks += 1
         return ticks > 2
 
-    await until(soon, limit=3)
+    await testing.until(soon, limit=3)
     assert ticks == 3
 
 
@@ -42,7 +31,7 @@ def test_capture_logs_sees_records_however_logging_is_configured() -> None:
     logger = logging.getLogger("dsh.kit-probe")
     logger.propagate = False
     try:
-        with capture_logs("dsh.kit-probe", logging.INFO) as logs:
+        with testing.capture_logs("dsh.kit-probe", logging.INFO) as logs:
             logger.debug("not captured: below the level")
             logger.info("one %s", "info")
             logger.error("an error")
@@ -51,11 +40,13 @@ def test_capture_logs_sees_records_however_logging_is_configured() -> None:
         logger.propagate = True
     assert logs.messages() == ["one info", "an error"]
     assert logs.messages(logging.ERROR) == ["an error"]
-    assert [r.getMessage() for r in errors_logged(logs)] == ["an error"]
+    assert [r.getMessage() for r in testing.errors_logged(logs)] == ["an error"]
 
 
 def test_reply_builders() -> None:
-    reply = tool_calls(tool_call("a", {"x": 1}), tool_call("b", "{}", id="fixed"), usage=(3, 4))
+    reply = testing.tool_calls(
+        testing.tool_call("a", {"x": 1}), testing.tool_call("b", "{}", id="fixed"), usage=(3, 4)
+    )
 
     class Request:
         turn, step = 2, 5
@@ -70,19 +61,21 @@ def test_reply_builders() -> None:
         UsageChunk(Usage(3, 4)),
         Finish("tool-calls"),
     ]
-    assert failure("down", "SERVER_ERROR") == [Finish("error", LlmFailure("down", "SERVER_ERROR"))]
-    assert failure("stop", "ABORTED", aborted=True)[0].reason == "aborted"
-    assert text("a", "b", finish="max-tokens")[-1] == Finish("max-tokens")
+    assert testing.failure("down", "SERVER_ERROR") == [
+        Finish("error", LlmFailure("down", "SERVER_ERROR"))
+    ]
+    assert testing.failure("stop", "ABORTED", aborted=True)[0].reason == "aborted"
+    assert testing.text("a", "b", finish="max-tokens")[-1] == Finish("max-tokens")
 
 
 async def test_a_call_beyond_the_script_fails_the_turn_naming_it() -> None:
-    model = ScriptedModel("only one answer")
+    model = testing.ScriptedModel("only one answer")
     async with Context() as root:
         await root.plugin(AgentCore, {"model": "scripted"})
         model.install(root)
         agent = root.agents.get("main")
-        assert await run_turn(agent, "one") == {"kind": "completed"}
-        reason = await run_turn(agent, "two")
+        assert await testing.run_turn(agent, "one") == {"kind": "completed"}
+        reason = await testing.run_turn(agent, "two")
     assert reason is not None
     assert reason["code"] == "ADAPTER_ERROR"
     assert "unscripted model call: turn 2, step 1" in reason["message"]
@@ -92,10 +85,10 @@ async def test_respond_answers_when_the_script_is_empty() -> None:
     def respond(request: object) -> str:
         return "from respond"
 
-    model = ScriptedModel(respond=respond, models=["m"])
+    model = testing.ScriptedModel(respond=respond, models=["m"])
     async with Context() as root:
         await root.plugin(AgentCore, {"model": "m"})
         model.install(root)
         agent = root.agents.get("main")
-        assert await run_turn(agent, "hi") == {"kind": "completed"}
+        assert await testing.run_turn(agent, "hi") == {"kind": "completed"}
         assert agent.session.derive_messages()[-1].text == "from respond"

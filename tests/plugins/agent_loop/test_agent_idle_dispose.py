@@ -4,6 +4,9 @@ returns; every disposer waits for that end."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import anyio
 import pytest
 
@@ -16,7 +19,10 @@ from dsh_session import Session
 pytestmark = pytest.mark.anyio
 
 
-async def test_an_idle_agents_driver_returns_when_disposed() -> None:
+@asynccontextmanager
+async def idle_agent() -> AsyncIterator[tuple[Context, LoopAgent, list[str]]]:
+    """A root whose agent ``main`` completed one turn and is idle; the ids of the agents
+    whose ``session/end`` listener (which awaits: it is not cancelled) has returned."""
     model = ScriptedModel("scripted", [*text("one")])
     async with Context() as root:
         await root.plugin(AgentCore, {"model": "scripted"})
@@ -30,6 +36,11 @@ async def test_an_idle_agents_driver_returns_when_disposed() -> None:
         root.on("session/end", on_end)
         agent: LoopAgent = root.agents.get("main")
         assert await run_turn(agent, "hi") == {"kind": "completed"}
+        yield root, agent, ended
+
+
+async def test_an_idle_agents_driver_returns_when_disposed() -> None:
+    async with idle_agent() as (root, agent, ended):
         assert agent._driver is None  # ended with the turn: an idle agent has none
         await agent.dispose()
         assert ended == ["main"]
@@ -37,19 +48,7 @@ async def test_an_idle_agents_driver_returns_when_disposed() -> None:
 
 
 async def test_two_disposals_of_an_idle_agent_wait_for_the_same_end() -> None:
-    model = ScriptedModel("scripted", [*text("one")])
-    async with Context() as root:
-        await root.plugin(AgentCore, {"model": "scripted"})
-        model.install(root)
-        ended: list[str] = []
-
-        async def on_end(agent: LoopAgent, session: Session) -> None:
-            await anyio.lowlevel.checkpoint()
-            ended.append(agent.id)
-
-        root.on("session/end", on_end)
-        agent: LoopAgent = root.agents.get("main")
-        assert await run_turn(agent, "hi") == {"kind": "completed"}
+    async with idle_agent() as (root, agent, ended):
         done: list[int] = []
 
         async def dispose(n: int) -> None:

@@ -61,11 +61,19 @@ from dsh_system_prompt import (
     SystemPrompt,
 )
 from dsh_tools import Tool, ToolCall, ToolResult, Tools
-from tests.support import IDENT, event_data, event_types
+from tests.support import ANSWERED_STEP, IDENT, event_data, event_types
 
 pytestmark = pytest.mark.anyio
 
 BOUNDARIES = ("turn/start", "turn/end", "step/start", "step/end")
+#: The boundaries of a turn that ended before its first step, and of a one-step turn.
+NO_STEP = ["turn/start", "turn/end"]
+ONE_STEP = ["turn/start", "step/start", "step/end", "turn/end"]
+
+#: An ``agent/pre-step`` listener's ``call_next``: the messages the rest of the chain sends.
+NextMessages = Callable[[], Awaitable[list[Message]]]
+#: What a test's pre-step listener does before it passes the step on.
+Look = Callable[[LoopAgent, list[Message], int, int], None]
 
 
 # -- the rig ------------------------------------------------------------------------------
@@ -82,6 +90,17 @@ class LoopRig:
     def agent(self, agent_id: str = "a", **options: Any) -> LoopAgent:
         options.setdefault("model", "mock")
         return cast("LoopAgent", self.root.agents.create(agent_id, **options))
+
+    async def owned(self, agent_id: str) -> tuple[Fiber, LoopAgent]:
+        """A plugin that creates agent ``agent_id`` on ``mock``: its fiber, and the agent."""
+        made: list[LoopAgent] = []
+
+        def owner(ctx: Context, config: None) -> None:
+            made.append(ctx.agents.create(agent_id, model="mock"))
+
+        fiber = await self.root.plugin(owner)
+        (agent,) = made
+        return fiber, agent
 
     def tool(self, name: str, execute: Callable[..., Awaitable[str | ToolResult]]) -> None:
         self.root.tools.register(
@@ -137,6 +156,59 @@ def message_texts(request: LlmRequest) -> list[str]:
     return [message.text for message in request.messages]
 
 
+async def refused_turn(r: LoopRig, event: str, listener: Callable[..., Any]) -> Mapping[str, Any]:
+    """A turn of a new agent failed by the ``event`` ``listener``'s wrong answer: the
+    turn's end, whose error names the event."""
+    r.root.on(event, listener)
+    agent = r.agent()
+    await run(agent, "hi")
+    (end,) = ends(agent.session)
+    assert end["code"] == "AGENT_TYPE"
+    assert event in end["message"]
+    return end
+
+
+async def steered(
+    r: LoopRig, reached: anyio.Event, steering: str, release: anyio.Event, first: str = "hi"
+) -> LoopAgent:
+    """A new agent sent ``first``, steered with ``steering`` once the turn has
+    ``reached`` an event, then ``release``-d and idle."""
+    agent = r.agent()
+    agent.send(first)
+    await reached.wait()
+    agent.steer(steering)
+    release.set()
+    await agent.when_idle()
+    return agent
+
+
+def passing_on(look: Look) -> Callable[..., Awaitable[list[Message]]]:
+    """An ``agent/pre-step`` listener that calls ``look(agent, messages, turn, step)``,
+    then sends what the rest of the chain does."""
+
+    async def listener(
+        agent: LoopAgent, messages: list[Message], turn: int, step: int, call_next: NextMessages
+    ) -> list[Message]:
+        look(agent, messages, turn, step)
+        return await call_next()
+
+    return listener
+
+
+def setting_variable(name: str, value: str) -> Callable[..., Awaitable[PromptAssembly]]:
+    """A ``system-prompt/assemble`` listener that sets the variable ``name`` to ``value``
+    in what the rest of the chain assembles."""
+
+    async def listener(
+        assembly: PromptAssembly, context: AssembleContext, call_next: Callable[[], Any]
+    ) -> PromptAssembly:
+        result: PromptAssembly = await call_next()
+        result.variables[name] = value
+        return result
+
+    return listener
+
+
 # -- basic turns (43-46) ------------------------------------------------------------------
 
 
@@ -148,7 +220,7 @@ async def test_simple_turn() -> None:
         assert agent.status == "idle"
         await run(agent, "hi")
         session = agent.session
-        assert boundaries(session) == ["turn/start", "step/start", "step/end", "turn/end"]
+        assert boundaries(session) == ONE_STEP
         kinds = event_types(session)
         assert kinds[:4] == ["turn/start", "user/message", "step/start", "request/header"]
         assert kinds[-4:] == ["assistant/message", "usage/step", "step/end", "turn/end"]
@@ -280,14 +352,7 @@ async def supply_cwd_by_variable(r: LoopRig, agent: LoopAgent) -> None:
 
 
 async def supply_cwd_by_waterfall(r: LoopRig, agent: LoopAgent) -> None:
-    async def rescue(
-        assembly: PromptAssembly, context: AssembleContext, call_next: Callable[[], Any]
-    ) -> PromptAssembly:
-        result: PromptAssembly = await call_next()
-        result.variables["cwd"] = "/rescued"
-        return result
-
-    agent.ctx.on("system-prompt/assemble", rescue)
+    agent.ctx.on("system-prompt/assemble", setting_variable("cwd", "/rescued"))
 
 
 @pytest.mark.parametrize("supply", [supply_cwd_by_variable, supply_cwd_by_waterfall])
@@ -308,7 +373,7 @@ async def test_backstop_unset_variable_fails_the_turn_then_recovers(
             {"kind": "error", "message": message, "code": "PROMPT_RENDER"}
         ]
         # No step was opened: the turn is balanced without one.
-        assert boundaries(agent.session) == ["turn/start", "turn/end"]
+        assert boundaries(agent.session) == NO_STEP
         await supply(r, agent)
         r.model.reply(text("ok"))
         await run(agent, "second")
@@ -325,13 +390,6 @@ async def test_late_model_through_the_request_waterfall() -> None:
     async with loop_rig(persona="You run on {{model}}.") as r:
         agent = r.agent(model=None)
 
-        async def name_model(
-            assembly: PromptAssembly, context: AssembleContext, call_next: Callable[[], Any]
-        ) -> PromptAssembly:
-            result: PromptAssembly = await call_next()
-            result.variables["model"] = "mock"
-            return result
-
         async def choose(
             agent: LoopAgent, request: LlmRequest, call_next: Callable[[], Any]
         ) -> LlmRequest:
@@ -339,7 +397,7 @@ async def test_late_model_through_the_request_waterfall() -> None:
             assert seeded.model == ""
             return dataclasses.replace(seeded, model="mock")
 
-        agent.ctx.on("system-prompt/assemble", name_model)
+        agent.ctx.on("system-prompt/assemble", setting_variable("model", "mock"))
         agent.ctx.on("agent/request", choose)
         r.model.reply(text("ok"))
         await run(agent, "hi")
@@ -362,7 +420,7 @@ async def test_no_model_names_the_request_waterfall() -> None:
         ((_, turn, step, error),) = r.errors
         assert (turn, step) == (1, 1)
         assert isinstance(error, NoModelError)
-        assert boundaries(agent.session) == ["turn/start", "turn/end"]
+        assert boundaries(agent.session) == NO_STEP
 
 
 async def test_empty_assembly_sends_no_system_prompt() -> None:
@@ -417,12 +475,7 @@ async def test_request_listener_must_return_a_request() -> None:
         def wrong(agent: LoopAgent, request: LlmRequest, call_next: Callable[[], Any]) -> str:
             return "not a request"
 
-        r.root.on("agent/request", wrong)
-        agent = r.agent()
-        await run(agent, "hi")
-        (end,) = ends(agent.session)
-        assert end["code"] == "AGENT_TYPE"
-        assert "agent/request" in end["message"]
+        end = await refused_turn(r, "agent/request", wrong)
         assert "str" in end["message"]
         assert isinstance(r.errors[0][3], AgentTypeError)
 
@@ -437,7 +490,7 @@ async def test_unknown_model_lists_the_known_models() -> None:
             "message": 'no adapter serves model "nope"; known models: mock',
             "code": "NO_ADAPTER",
         }
-        assert boundaries(agent.session) == ["turn/start", "step/start", "step/end", "turn/end"]
+        assert boundaries(agent.session) == ONE_STEP
         assert isinstance(r.errors[0][3], LlmError)
 
 
@@ -449,23 +502,15 @@ async def test_pre_step_runs_once_per_step_before_step_start() -> None:
         seen: list[tuple[int, int, int, int]] = []
         agent = r.agent()
 
-        async def pre_step(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[Message]:
+        def note(agent: LoopAgent, messages: list[Message], turn: int, step: int) -> None:
             started = event_types(agent.session).count("step/start")
             seen.append((turn, step, len(messages), started))
-            result: list[Message] = await call_next()
-            return result
 
         async def echo(args: Args, call: ToolCall) -> str:
             return "pong"
 
         r.tool("echo", echo)
-        agent.ctx.on("agent/pre-step", pre_step)
+        agent.ctx.on("agent/pre-step", passing_on(note))
         r.model.reply(tool_calls(tool_call("echo", id="c1")), text("done"))
         await run(agent, "go")
         assert seen == [(1, 1, 1, 0), (1, 2, 0, 1)]
@@ -474,13 +519,7 @@ async def test_pre_step_runs_once_per_step_before_step_start() -> None:
 async def test_pre_step_rewrites_the_messages() -> None:
     async with loop_rig() as r:
 
-        def rewrite(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[Message]:
+        def rewrite(agent: LoopAgent, messages: list[Message], *_: Any) -> list[Message]:
             return [Message.user(f"rewritten: {m.text}") for m in messages]
 
         r.root.on("agent/pre-step", rewrite)
@@ -495,19 +534,11 @@ async def test_pre_step_rewrites_the_messages() -> None:
 async def test_pre_step_adds_a_message() -> None:
     async with loop_rig() as r:
 
-        async def add(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[Message]:
+        def add(agent: LoopAgent, messages: list[Message], turn: int, step: int) -> None:
             if step == 1:
                 messages.append(Message.user("extra context"))
-            result: list[Message] = await call_next()
-            return result
 
-        r.root.on("agent/pre-step", add)
+        r.root.on("agent/pre-step", passing_on(add))
         r.model.reply(text("ok"))
         agent = r.agent()
         await run(agent, "hi")
@@ -519,19 +550,13 @@ async def test_pre_step_adds_a_message() -> None:
 async def test_pre_step_blocks_the_step() -> None:
     async with loop_rig() as r:
 
-        def block(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[Message]:
+        def block(*_: Any) -> list[Message]:
             raise StepBlocked("not on a Sunday")
 
         r.root.on("agent/pre-step", block)
         agent = r.agent()
         await run(agent, "hi")
-        assert event_types(agent.session) == ["turn/start", "turn/end"]
+        assert event_types(agent.session) == NO_STEP
         assert ends(agent.session) == [{"kind": "blocked", "message": "not on a Sunday"}]
         assert r.model.requests == []
         assert r.errors == []
@@ -540,19 +565,13 @@ async def test_pre_step_blocks_the_step() -> None:
 async def test_pre_step_that_takes_every_message_ends_the_turn_without_a_step() -> None:
     async with loop_rig() as r:
 
-        def swallow(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[Message]:
+        def swallow(*_: Any) -> list[Message]:
             return []
 
         r.root.on("agent/pre-step", swallow)
         agent = r.agent()
         await run(agent, "/help")
-        assert event_types(agent.session) == ["turn/start", "turn/end"]
+        assert event_types(agent.session) == NO_STEP
         assert ends(agent.session) == [{"kind": "completed"}]
         assert r.model.requests == []
 
@@ -560,40 +579,21 @@ async def test_pre_step_that_takes_every_message_ends_the_turn_without_a_step() 
 async def test_pre_step_must_return_messages() -> None:
     async with loop_rig() as r:
 
-        def wrong(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[str]:
+        def wrong(*_: Any) -> list[str]:
             return ["not a message"]
 
-        r.root.on("agent/pre-step", wrong)
-        agent = r.agent()
-        await run(agent, "hi")
-        (end,) = ends(agent.session)
-        assert end["code"] == "AGENT_TYPE"
-        assert "agent/pre-step" in end["message"]
+        await refused_turn(r, "agent/pre-step", wrong)
 
 
 async def test_throwing_pre_step_fails_one_turn_and_the_queue_goes_on() -> None:
     async with loop_rig() as r:
         armed = [True]
 
-        async def broken(
-            agent: LoopAgent,
-            messages: list[Message],
-            turn: int,
-            step: int,
-            call_next: Callable[[], Any],
-        ) -> list[Message]:
+        def broken(*_: Any) -> None:
             if armed.pop() if armed else False:
                 raise RuntimeError("prompt hook broke")
-            result: list[Message] = await call_next()
-            return result
 
-        r.root.on("agent/pre-step", broken)
+        r.root.on("agent/pre-step", passing_on(broken))
         r.model.reply(text("ok"))
         agent = r.agent()
         await run(agent, "first", "second")
@@ -605,14 +605,7 @@ async def test_throwing_pre_step_fails_one_turn_and_the_queue_goes_on() -> None:
         # The first message never reached the log: the hook failed before it.
         (request,) = r.model.requests
         assert message_texts(request) == ["second"]
-        assert boundaries(agent.session) == [
-            "turn/start",
-            "turn/end",
-            "turn/start",
-            "step/start",
-            "step/end",
-            "turn/end",
-        ]
+        assert boundaries(agent.session) == [*NO_STEP, *ONE_STEP]
 
 
 # -- stream outcomes (56-58) --------------------------------------------------------------
@@ -679,12 +672,7 @@ async def test_max_tokens_is_sticky_when_steering_continues_the_turn() -> None:
             ],
             text("finished"),
         )
-        agent = r.agent()
-        agent.send("hi")
-        await streaming.wait()
-        agent.steer("go on")
-        go.set()
-        await agent.when_idle()
+        agent = await steered(r, streaming, "go on", go)
         assert len(r.model.requests) == 2
         assert message_texts(r.model.requests[1]) == ["hi", "cut", "go on"]
         assert ends(agent.session) == [{"kind": "max-tokens"}]
@@ -726,12 +714,7 @@ async def test_steering_during_a_tool_call_lands_in_the_next_step() -> None:
 
         r.tool("slow", slow)
         r.model.reply(tool_calls(tool_call("slow", id="c1")), text("done"))
-        agent = r.agent()
-        agent.send("go")
-        await started.wait()
-        agent.steer("also this")
-        release.set()
-        await agent.when_idle()
+        agent = await steered(r, started, "also this", release, first="go")
         session = agent.session
         kinds = [k for k in event_types(session) if k not in ("assistant/chunk", "request/header")]
         assert kinds == [
@@ -744,10 +727,7 @@ async def test_steering_during_a_tool_call_lands_in_the_next_step() -> None:
             "tool/result",
             "step/end",
             "user/message",
-            "step/start",
-            "assistant/message",
-            "usage/step",
-            "step/end",
+            *ANSWERED_STEP,
             "turn/end",
         ]
         assert event_data(session, "user/message")[1]["step"] == 2
@@ -790,12 +770,7 @@ async def test_steering_left_by_a_failed_turn_starts_the_next_turn() -> None:
     async with loop_rig() as r:
         streaming, go = anyio.Event(), anyio.Event()
         r.model.reply([Mark(streaming), Wait(go), *failure("boom", "E")], text("ok"))
-        agent = r.agent()
-        agent.send("hi")
-        await streaming.wait()
-        agent.steer("steered")
-        go.set()
-        await agent.when_idle()
+        agent = await steered(r, streaming, "steered", go)
         assert [end["kind"] for end in ends(agent.session)] == ["error", "completed"]
         # Turn 1 failed before the model said anything: only the steering goes on.
         assert message_texts(r.model.requests[1]) == ["steered"]
@@ -954,25 +929,31 @@ async def test_agent_error_names_the_step_it_failed_in() -> None:
         assert [(turn, step) for _, turn, step, _ in r.errors] == [(1, 0), (2, 1)]
         assert [end["kind"] for end in ends(agent.session)] == ["error", "error", "completed"]
         # A step whose start could not be published still gets its end: balanced.
-        assert boundaries(agent.session) == [
-            "turn/start",
-            "turn/end",
-            "turn/start",
-            "step/start",
-            "step/end",
-            "turn/end",
-            "turn/start",
-            "step/start",
-            "step/end",
-            "turn/end",
-        ]
+        assert boundaries(agent.session) == [*NO_STEP, *ONE_STEP, *ONE_STEP]
 
 
 # -- cancellation and disposal (64) -------------------------------------------------------
 
 
-def partial_text(streamed: anyio.Event, never: anyio.Event) -> list[Chunk | Wait | Mark]:
+def partial_text(streamed: anyio.Event) -> list[Chunk | Wait | Mark]:
+    """A reply that streams part of an answer, sets ``streamed``, then holds the stream."""
+    never = anyio.Event()
     return [BlockStart(0, "text"), TextDelta(0, "partial answer"), Mark(streamed), Wait(never)]
+
+
+def heard_order(root: Context, *events: str) -> list[str]:
+    """The order in which ``root`` hears each ``turn/end`` session event and the
+    ``events`` named."""
+    order: list[str] = []
+
+    def on_event(session: Session, event: SessionEvent) -> None:
+        if event.type == "turn/end":
+            order.append("turn/end")
+
+    root.on("session/event", on_event)
+    for name in events:
+        root.on(name, lambda *_, heard=name: order.append(heard))
+    return order
 
 
 async def test_a_stream_that_fails_midway_keeps_the_partial_answer_like_a_cancel() -> None:
@@ -995,8 +976,8 @@ async def test_a_stream_that_fails_midway_keeps_the_partial_answer_like_a_cancel
 
 async def test_cancel_during_streaming_keeps_the_partial_answer() -> None:
     async with loop_rig() as r:
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never), text("ok"))
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed), text("ok"))
         agent = r.agent()
         agent.send("hi")
         await streamed.wait()
@@ -1016,7 +997,7 @@ async def test_cancel_during_streaming_keeps_the_partial_answer() -> None:
         (partial,) = event_data(session, "assistant/message")
         assert partial["interrupted"] is True
         assert Message.from_json(partial["message"]).text == "partial answer"
-        assert boundaries(session) == ["turn/start", "step/start", "step/end", "turn/end"]
+        assert boundaries(session) == ONE_STEP
         assert r.errors == []
         assert r.statuses == [("a", "running"), ("a", "idle")]
         # The interrupted answer is part of the history the next turn sends.
@@ -1049,7 +1030,7 @@ async def test_cancel_from_a_status_listener_aborts_the_turn_at_once() -> None:
 
         agent.ctx.on("agent/status", cancel_on_running)
         await run(agent, "hi")
-        assert event_types(agent.session) == ["turn/start", "turn/end"]
+        assert event_types(agent.session) == NO_STEP
         assert ends(agent.session) == [{"kind": "aborted", "reason": "user"}]
         assert r.model.requests == []
 
@@ -1150,24 +1131,10 @@ async def test_an_agent_can_dispose_itself_from_its_own_tool() -> None:
 
 async def test_dispose_mid_turn_aborts_with_reason_disposed() -> None:
     async with loop_rig() as r:
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never))
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed))
         agent = r.agent()
-        order: list[str] = []
-
-        def on_event(session: Session, event: SessionEvent) -> None:
-            if event.type == "turn/end":
-                order.append("turn/end")
-
-        def on_disposed(agent: LoopAgent) -> None:
-            order.append("agent/disposed")
-
-        def on_session_disposed(session: Session) -> None:
-            order.append("session/disposed")
-
-        r.root.on("session/event", on_event)
-        r.root.on("agent/disposed", on_disposed)
-        r.root.on("session/disposed", on_session_disposed)
+        order = heard_order(r.root, "agent/disposed", "session/disposed")
         agent.send("hi")
         await streamed.wait()
         await agent.dispose()
@@ -1186,26 +1153,10 @@ async def test_dispose_mid_turn_aborts_with_reason_disposed() -> None:
 
 async def test_disposing_the_owner_mid_turn_aborts_with_reason_disposed() -> None:
     async with loop_rig() as r:
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never))
-        made: list[LoopAgent] = []
-
-        def owner(ctx: Context, config: None) -> None:
-            made.append(ctx.agents.create("owned", model="mock"))
-
-        fiber = await r.root.plugin(owner)
-        (agent,) = made
-        order: list[str] = []
-
-        def on_event(session: Session, event: SessionEvent) -> None:
-            if event.type == "turn/end":
-                order.append("turn/end")
-
-        def on_disposed(agent: LoopAgent) -> None:
-            order.append("agent/disposed")
-
-        r.root.on("session/event", on_event)
-        r.root.on("agent/disposed", on_disposed)
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed))
+        fiber, agent = await r.owned("owned")
+        order = heard_order(r.root, "agent/disposed")
         agent.send("hi")
         await streamed.wait()
         await fiber.dispose()
@@ -1217,17 +1168,10 @@ async def test_disposing_the_owner_mid_turn_aborts_with_reason_disposed() -> Non
 
 async def test_two_disposals_at_once_still_record_the_turn_end_first() -> None:
     async with loop_rig() as r:
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never))
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed))
         agent = r.agent()
-        order: list[str] = []
-
-        def on_event(session: Session, event: SessionEvent) -> None:
-            if event.type == "turn/end":
-                order.append("turn/end")
-
-        r.root.on("session/event", on_event)
-        r.root.on("agent/disposed", lambda agent: order.append("agent/disposed"))
+        order = heard_order(r.root, "agent/disposed")
         agent.send("hi")
         await streamed.wait()
         async with anyio.create_task_group() as tg:
@@ -1239,13 +1183,7 @@ async def test_two_disposals_at_once_still_record_the_turn_end_first() -> None:
 
 async def test_an_idle_agent_has_no_driver_until_its_first_message() -> None:
     async with loop_rig() as r:
-        made: list[LoopAgent] = []
-
-        def owner(ctx: Context, config: None) -> None:
-            made.append(ctx.agents.create("quiet", model="mock"))
-
-        fiber = await r.root.plugin(owner)
-        (quiet,) = made
+        fiber, quiet = await r.owned("quiet")
         busy = r.agent("busy")
 
         def started() -> list[bool]:
@@ -1267,16 +1205,10 @@ async def test_an_idle_agent_has_no_driver_until_its_first_message() -> None:
 
 async def test_unloading_the_loop_disposes_every_agent_it_made() -> None:
     async with loop_rig() as r:
-        made: list[LoopAgent] = []
-
-        def owner(ctx: Context, config: None) -> None:
-            made.append(ctx.agents.create("owned", model="mock"))
-
-        fiber = await r.root.plugin(owner)
-        (agent,) = made
+        fiber, agent = await r.owned("owned")
         own = r.agent("own")
-        streamed, never = anyio.Event(), anyio.Event()
-        r.model.reply(partial_text(streamed, never))
+        streamed = anyio.Event()
+        r.model.reply(partial_text(streamed))
         agent.send("hi")
         await streamed.wait()
         await r.loop.dispose()
@@ -1296,13 +1228,18 @@ async def test_unloading_the_loop_disposes_every_agent_it_made() -> None:
 
 
 class Gates:
-    """Per-call events for tools that wait to be released, and one shared record."""
+    """A ``gate`` tool on the rig ``r`` whose calls wait to be released: per-call events
+    and one shared record (with ``watch_results``, of the results committed too)."""
 
-    def __init__(self) -> None:
+    def __init__(self, r: LoopRig, *, watch_results: bool = False) -> None:
+        self.rig = r
         self.record: list[str] = []
         self.started: dict[str, anyio.Event] = {}
         self.release: dict[str, anyio.Event] = {}
         self.finished: dict[str, anyio.Event] = {}
+        r.tool("gate", self.tool)
+        if watch_results:
+            r.root.on("session/event", self._committed)
 
     def event(self, table: dict[str, anyio.Event], name: str) -> anyio.Event:
         return table.setdefault(name, anyio.Event())
@@ -1316,12 +1253,16 @@ class Gates:
         self.event(self.finished, name).set()
         return f"result {name}"
 
-    def watch_results(self, r: LoopRig) -> None:
-        def listener(session: Session, event: SessionEvent) -> None:
-            if event.type == "tool/result":
-                self.record.append(f"committed {event.data['call_id']}")
+    def _committed(self, session: Session, event: SessionEvent) -> None:
+        if event.type == "tool/result":
+            self.record.append(f"committed {event.data['call_id']}")
 
-        r.root.on("session/event", listener)
+    def go(self, *replies: Reply) -> LoopAgent:
+        """Script the model's ``replies`` and send ``go`` to a new agent: the agent."""
+        self.rig.model.reply(*replies)
+        agent = self.rig.agent()
+        agent.send("go")
+        return agent
 
 
 def gate_calls(*names: str) -> Reply:
@@ -1331,12 +1272,8 @@ def gate_calls(*names: str) -> Reply:
 
 async def test_tool_calls_run_concurrently_and_commit_in_model_order() -> None:
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        gates.watch_results(r)
-        r.model.reply(gate_calls("A", "B"), text("ok"))
-        agent = r.agent()
-        agent.send("go")
+        gates = Gates(r, watch_results=True)
+        agent = gates.go(gate_calls("A", "B"), text("ok"))
         # Both calls started while neither has finished: they run concurrently.
         await gates.event(gates.started, "A").wait()
         await gates.event(gates.started, "B").wait()
@@ -1362,12 +1299,8 @@ async def test_tool_calls_run_concurrently_and_commit_in_model_order() -> None:
 
 async def test_a_result_is_committed_as_soon_as_those_before_it_are() -> None:
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        gates.watch_results(r)
-        r.model.reply(gate_calls("A", "B"), text("ok"))
-        agent = r.agent()
-        agent.send("go")
+        gates = Gates(r, watch_results=True)
+        agent = gates.go(gate_calls("A", "B"), text("ok"))
         await gates.event(gates.started, "B").wait()
         gates.event(gates.release, "A").set()
         await gates.event(gates.finished, "A").wait()
@@ -1378,12 +1311,8 @@ async def test_a_result_is_committed_as_soon_as_those_before_it_are() -> None:
 
 async def test_three_calls_start_together() -> None:
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        names = ["x", "y", "z"]
-        r.model.reply(gate_calls(*names), text("ok"))
-        agent = r.agent()
-        agent.send("go")
+        gates, names = Gates(r), ["x", "y", "z"]
+        agent = gates.go(gate_calls(*names), text("ok"))
         for name in names:
             await gates.event(gates.started, name).wait()
         assert len(gates.record) == 3
@@ -1416,9 +1345,8 @@ async def test_a_cap_of_one_runs_calls_one_after_another() -> None:
 
 async def test_cancel_mid_tool_gives_every_call_an_aborted_result() -> None:
     async with loop_rig(max_parallel=2) as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        r.model.reply(
+        gates = Gates(r)
+        agent = gates.go(
             tool_calls(
                 tool_call("gate", {"text": "1"}, id="c1"),
                 tool_call("gate", {"text": "2"}, id="c2"),
@@ -1426,8 +1354,6 @@ async def test_cancel_mid_tool_gives_every_call_an_aborted_result() -> None:
             ),
             text("ok"),
         )
-        agent = r.agent()
-        agent.send("go")
         await gates.event(gates.started, "1").wait()
         await gates.event(gates.started, "2").wait()
         agent.cancel()
@@ -1448,11 +1374,8 @@ async def test_cancel_mid_tool_gives_every_call_an_aborted_result() -> None:
 
 async def test_a_finished_call_keeps_its_result_when_the_turn_is_cancelled() -> None:
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        r.model.reply(gate_calls("A", "B"))
-        agent = r.agent()
-        agent.send("go")
+        gates = Gates(r)
+        agent = gates.go(gate_calls("A", "B"))
         await gates.event(gates.started, "A").wait()
         await gates.event(gates.started, "B").wait()
         gates.event(gates.release, "B").set()
@@ -1485,11 +1408,8 @@ async def test_a_single_call_cancelled_mid_run_records_an_aborted_result() -> No
     # One call takes the fast path (no task group): the cancel still reaches it, its
     # result is logged as aborted and the next turn has a valid history.
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
-        r.model.reply(gate_calls("solo"), text("ok"))
-        agent = r.agent()
-        agent.send("go")
+        gates = Gates(r)
+        agent = gates.go(gate_calls("solo"), text("ok"))
         await gates.event(gates.started, "solo").wait()
         agent.cancel()
         await agent.when_idle()
@@ -1511,8 +1431,7 @@ async def test_a_single_call_cancelled_mid_run_records_an_aborted_result() -> No
 async def test_a_single_call_cancelled_before_dispatch_never_starts() -> None:
     # A listener cancels the turn when the call is logged: the call is not dispatched.
     async with loop_rig() as r:
-        gates = Gates()
-        r.tool("gate", gates.tool)
+        gates = Gates(r)
         r.model.reply(gate_calls("late"))
         agent = r.agent()
 
@@ -1642,7 +1561,7 @@ async def test_tools_follow_tool_order() -> None:
 async def test_an_unknown_name_in_tool_order_fails_the_turn_before_any_request() -> None:
     sent, logged, session = await tools_seen(["ghost", TOOL_ORDER_REST])
     assert sent == logged == []
-    assert boundaries(session) == ["turn/start", "turn/end"]
+    assert boundaries(session) == NO_STEP
     (end,) = ends(session)
     assert end["code"] == "TOOL_ORDER"
     assert '"ghost"' in end["message"]

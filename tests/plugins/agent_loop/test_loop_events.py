@@ -23,7 +23,7 @@ from dsh_approval import Approval, ApprovalRequest
 from dsh_llm import Message
 from dsh_session import Session
 from dsh_tools import Tool, ToolCall, ToolResult
-from tests.support import event_data
+from tests.support import AgentRig, event_data
 
 pytestmark = pytest.mark.anyio
 
@@ -35,26 +35,11 @@ class Args(BaseModel):
 
 
 @dataclass
-class Rig:
-    root: Context
-    model: ScriptedModel
-    agent: LoopAgent
+class Rig(AgentRig):
     #: What the ``echo`` tool ran with, and the approval questions it and the loop asked.
     ran: list[str] = field(default_factory=list)
     asked: list[ApprovalRequest] = field(default_factory=list)
     answer: bool = True
-
-    def result(self, n: int = 0) -> dict[str, Any]:
-        return dict(event_data(self.agent.session, "tool/result")[n])
-
-    def sent(self, n: int) -> list[str]:
-        """The texts of the user messages of the model's ``n``-th request."""
-        return [
-            block.text
-            for message in self.model.requests[n].messages
-            if message.role == "user"
-            for block in message.content
-        ]
 
 
 @asynccontextmanager

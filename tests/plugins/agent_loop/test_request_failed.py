@@ -14,7 +14,7 @@ from dsh.testing import ScriptedModel, failure, run_turn
 from dsh_agent import Agent
 from dsh_agent_core import AgentCore
 from dsh_llm import Finish, LlmFailure, LlmRequest, TextDelta
-from tests.support import event_types
+from tests.support import ANSWERED_STEP, event_types
 
 pytestmark = pytest.mark.anyio
 
@@ -55,10 +55,7 @@ async def test_a_listener_answering_true_gets_one_retry_in_a_new_step() -> None:
             "step/start",
             "request/header",
             "step/end",
-            "step/start",
-            "assistant/message",
-            "usage/step",
-            "step/end",
+            *ANSWERED_STEP,
             "turn/end",
         ]
 

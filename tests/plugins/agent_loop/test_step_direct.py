@@ -10,22 +10,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+import dsh_llm as llm
 from dsh import Context
 from dsh.testing import ScriptedModel, text, tool_call, tool_calls
 from dsh_agent import AgentRegistry
 from dsh_agent_loop import AgentLoop, LoopAgent
-from dsh_llm import (
-    AssemblyError,
-    BlockAssembler,
-    BlockStart,
-    Chunk,
-    Finish,
-    Llm,
-    LlmError,
-    LlmFailure,
-    LlmRequest,
-    TextDelta,
-)
 from dsh_session import Sessions
 from dsh_system_prompt import SystemPrompt
 from dsh_tools import Tool, ToolCall, Tools
@@ -38,7 +27,7 @@ pytestmark = pytest.mark.anyio
 async def _root() -> AsyncIterator[Context]:
     async with Context() as root:
         await root.plugin(SystemPrompt, {})
-        await root.plugin(Llm)
+        await root.plugin(llm.Llm)
         await root.plugin(Sessions)
         await root.plugin(AgentRegistry)
         await root.plugin(Tools)
@@ -54,14 +43,14 @@ async def _turn(root: Context, model: str) -> LoopAgent:
 
 
 class _RefusesAtOnce:
-    def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        raise LlmError(LlmFailure("no quota", "QUOTA"))
+    def stream(self, request: llm.LlmRequest) -> AsyncIterator[llm.Chunk]:
+        raise llm.LlmError(llm.LlmFailure("no quota", "QUOTA"))
 
 
 class _FailsMidway:
-    async def stream(self, request: LlmRequest) -> AsyncIterator[Chunk]:
-        yield BlockStart(0, "text")
-        yield TextDelta(0, "half")
+    async def stream(self, request: llm.LlmRequest) -> AsyncIterator[llm.Chunk]:
+        yield llm.BlockStart(0, "text")
+        yield llm.TextDelta(0, "half")
         raise RuntimeError("broke")
 
 
@@ -69,15 +58,19 @@ class _PlainIterator:
     """An async iterator with no ``aclose``: one text answer."""
 
     def __init__(self) -> None:
-        self.left: list[Chunk] = [BlockStart(0, "text"), TextDelta(0, "plain"), Finish("stop")]
+        self.left: list[llm.Chunk] = [
+            llm.BlockStart(0, "text"),
+            llm.TextDelta(0, "plain"),
+            llm.Finish("stop"),
+        ]
 
-    def stream(self, request: LlmRequest) -> _PlainIterator:
+    def stream(self, request: llm.LlmRequest) -> _PlainIterator:
         return self
 
     def __aiter__(self) -> _PlainIterator:
         return self
 
-    async def __anext__(self) -> Chunk:
+    async def __anext__(self) -> llm.Chunk:
         if not self.left:
             raise StopAsyncIteration
         return self.left.pop(0)
@@ -115,10 +108,10 @@ async def test_the_direct_path_is_left_as_soon_as_someone_listens() -> None:
     async with _root() as root:
         model = ScriptedModel(models=["mock"])
         model.install(root)
-        assert root.llm.direct(LlmRequest(model="mock", messages=())) is not None
+        assert root.llm.direct(llm.LlmRequest(model="mock", messages=())) is not None
         seen: list[str] = []
         root.on("llm/start", lambda request, provider: seen.append(request.model))
-        assert root.llm.direct(LlmRequest(model="mock", messages=())) is None
+        assert root.llm.direct(llm.LlmRequest(model="mock", messages=())) is None
         model.reply(text("ok"))
         await _turn(root, "mock")
         assert seen == ["mock"]
@@ -139,7 +132,9 @@ async def test_a_header_is_logged_once_for_tools_that_change_but_keep_their_name
 
         root.tools.register(Tool(name="echo", description="d", parameters=Args, execute=echo))
 
-        async def rewrite(agent: LoopAgent, request: LlmRequest, call_next: Any) -> LlmRequest:
+        async def rewrite(
+            agent: LoopAgent, request: llm.LlmRequest, call_next: Any
+        ) -> llm.LlmRequest:
             request = await call_next()
             tools = tuple(
                 dataclasses.replace(t, description=f"step {request.step}") for t in request.tools
@@ -154,15 +149,15 @@ async def test_a_header_is_logged_once_for_tools_that_change_but_keep_their_name
 
 
 def test_the_assembler_refuses_what_is_not_a_chunk() -> None:
-    with pytest.raises(AssemblyError, match="unknown chunk"):
-        BlockAssembler().push(object())  # type: ignore[arg-type]
+    with pytest.raises(llm.AssemblyError, match="unknown chunk"):
+        llm.BlockAssembler().push(object())  # type: ignore[arg-type]
 
 
-class _OwnDelta(TextDelta):
+class _OwnDelta(llm.TextDelta):
     """A subclass of a chunk class: handled as the class it derives from."""
 
 
 def test_the_assembler_takes_a_chunk_subclass_as_its_base_class() -> None:
-    assembler = BlockAssembler()
+    assembler = llm.BlockAssembler()
     assembler.push(_OwnDelta(0, "sub"))
     assert assembler.result().message.text == "sub"

@@ -9,17 +9,16 @@ import pytest
 
 from tests.core.lifeline_support import kill_mid_call
 
-BACKENDS = pytest.mark.parametrize("backend", ["asyncio", "trio"])
+#: Every test here runs a victim dsh process on each backend.
+pytestmark = pytest.mark.parametrize("backend", ["asyncio", "trio"])
 
 
-@BACKENDS
 def test_sigkill_mid_command_kills_the_command_and_its_grandchildren(
     backend: str, tmp_path: Path
 ) -> None:
     assert kill_mid_call(backend, "bash", tmp_path) == []
 
 
-@BACKENDS
 def test_sigkill_mid_command_kills_a_grandchild_that_left_the_group(
     backend: str, tmp_path: Path
 ) -> None:

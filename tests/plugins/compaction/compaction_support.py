@@ -11,19 +11,19 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel
 
 from dsh import Context
 from dsh.testing import ScriptedModel, text
 from dsh_agent_core import AgentCore
-from dsh_agent_loop import LoopAgent
 from dsh_compaction import INSTRUCTION, Compaction
 from dsh_llm import LlmRequest, Message, TextBlock
 from dsh_session import Session
 from dsh_session_jsonl import JsonlSessions
 from dsh_tools import Tool, ToolCall
+from tests.support import MainRig
 
 MODEL = "m"
 WINDOW = 1000
@@ -41,14 +41,7 @@ COMPLETED = {"kind": "completed"}
 
 
 @dataclass
-class Rig:
-    root: Context
-    model: ScriptedModel
-
-    @property
-    def agent(self) -> LoopAgent:
-        return cast("LoopAgent", self.root.agents.get("main"))
-
+class Rig(MainRig):
     @property
     def compaction(self) -> Compaction:
         compaction: Compaction = self.root.compaction

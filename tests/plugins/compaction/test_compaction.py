@@ -39,7 +39,7 @@ from tests.plugins.compaction.compaction_support import (
     rig,
     said,
 )
-from tests.support import event_data, event_types
+from tests.support import ANSWERED_STEP, cancelled_while_streaming, event_data, event_types
 
 pytestmark = pytest.mark.anyio
 
@@ -221,10 +221,7 @@ async def test_a_context_length_refusal_compacts_and_retries_once_in_a_new_step(
             "step/start",
             CHECKPOINT_EVENT,
             "step/end",
-            "step/start",
-            "assistant/message",
-            "usage/step",
-            "step/end",
+            *ANSWERED_STEP,
             "turn/end",
         ]
 
@@ -291,12 +288,7 @@ async def test_a_failed_or_empty_summary_logs_a_warning_and_the_turn_goes_on(
 async def test_cancelling_the_turn_during_the_summary_writes_no_checkpoint() -> None:
     async with rig() as r:
         await two_turns(r)
-        reached, never = anyio.Event(), anyio.Event()
-        r.model.reply([Mark(reached), Wait(never)])
-        r.agent.send("c")
-        await reached.wait()
-        r.agent.cancel()
-        await r.agent.when_idle()
+        await cancelled_while_streaming(r.model, r.agent, "c")
         session = r.agent.session
         assert session.turn_end(3) == {"kind": "aborted", "reason": "user"}
         assert event_data(session, CHECKPOINT_EVENT) == []

@@ -24,7 +24,7 @@ from dsh_approval import Approval, ApprovalRequest
 from dsh_hooks import Hooks
 from dsh_tools import Tool, ToolCall
 from tests.plugins.hooks.hook_support import python_hook, records, shell_hook
-from tests.support import event_data
+from tests.support import AgentRig
 
 pytestmark = pytest.mark.anyio
 
@@ -38,27 +38,12 @@ class BashArgs(BaseModel):
 
 
 @dataclass
-class Rig:
-    root: Context
-    model: ScriptedModel
-    agent: LoopAgent
+class Rig(AgentRig):
     folder: Path
     ran: list[dict[str, Any]] = field(default_factory=list)
     asked: list[ApprovalRequest] = field(default_factory=list)
     answer: bool = True
     fiber: Any = None  # the hooks plugin's
-
-    def result(self, n: int = 0) -> dict[str, Any]:
-        return dict(event_data(self.agent.session, "tool/result")[n])
-
-    def sent(self, n: int) -> list[str]:
-        """The texts of the user messages of the model's ``n``-th request."""
-        return [
-            block.text
-            for message in self.model.requests[n].messages
-            if message.role == "user"
-            for block in message.content
-        ]
 
 
 def hooks(event: str, *commands: str, matcher: str = "", timeout: float | None = None) -> Any:

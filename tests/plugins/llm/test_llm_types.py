@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import types
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -213,133 +214,130 @@ def test_format_error_is_a_value_error_with_a_code() -> None:
     assert error.code == "LLM_FORMAT"
 
 
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        (
-            {"type": "image", "url": "x"},
-            "unknown chunk type: type 'image' (expected one of \"block-start\", "
-            '"text-delta", "reasoning-delta", "tool-call-delta", "block-end", "usage", '
-            '"finish")',
-        ),
-        ({"index": 0}, 'unknown chunk type: no "type" key'),
-        ({"type": None}, "unknown chunk type: type null"),
-        ({"type": True}, "unknown chunk type: type true"),
-        ({"type": ["text-delta"]}, "unknown chunk type: type an array"),
-        ({"type": {"k": 1}}, "unknown chunk type: type an object"),
-        ([1, 2], "a chunk must be a JSON object, got an array"),
-        ("text-delta", "a chunk must be a JSON object, got 'text-delta'"),
-        ({"type": "text-delta", "index": 0}, '"text-delta" chunk: missing key "text"'),
-        (
-            {"type": "text-delta", "index": 0, "text": "a", "extra": 1},
-            '"text-delta" chunk: unknown key "extra"',
-        ),
-        (
-            {"type": "text-delta", "index": -1, "text": "a"},
-            '"text-delta" chunk: "index" must be a non-negative integer, got -1',
-        ),
-        (
-            {"type": "text-delta", "index": True, "text": "a"},
-            '"text-delta" chunk: "index" must be a non-negative integer, got true',
-        ),
-        (
-            {"type": "text-delta", "index": 1.0, "text": "a"},
-            '"text-delta" chunk: "index" must be a non-negative integer, got 1.0',
-        ),
-        (
-            {"type": "reasoning-delta", "index": 0, "text": None},
-            '"reasoning-delta" chunk: "text" must be a string, got null',
-        ),
-        (
-            {"type": "block-start", "index": 0, "block_type": "image"},
-            '"block-start" chunk: "block_type" must be one of "text", "reasoning", '
-            "\"tool-call\", got 'image'",
-        ),
-        (
-            {"type": "tool-call-delta", "index": 0, "id": 7, "arguments_delta": ""},
-            '"tool-call-delta" chunk: "id" must be a string, got 7',
-        ),
-        (
-            {"type": "block-end", "index": 0, "block": "text"},
-            '"block-end" chunk: "block" must be a JSON object, got \'text\'',
-        ),
-        (
-            {"type": "block-end", "index": 0, "block": {"type": "text"}},
-            '"block-end" chunk: "text" block: missing key "text"',
-        ),
-        (
-            {"type": "usage", "usage": {"input_tokens": 1}},
-            '"usage" chunk: usage: missing key "output_tokens"',
-        ),
-        (
-            {"type": "usage", "usage": {"input_tokens": 1, "output_tokens": 2, "type": "u"}},
-            '"usage" chunk: usage: unknown key "type"',
-        ),
-        (
-            {"type": "finish", "reason": "done"},
-            '"finish" chunk: "reason" must be one of "stop", "tool-calls", "max-tokens", '
-            '"aborted", "error", got \'done\'',
-        ),
-        ({"type": "finish", "reason": "error"}, '"finish" chunk: finish reason "error" needs'),
-        (
-            {"type": "finish", "reason": "error", "failure": {"message": "m"}},
-            '"finish" chunk: failure: missing key "code"',
-        ),
-        (
-            {"type": "finish", "reason": "error", "failure": {"message": "m", "code": 5}},
-            '"finish" chunk: failure: "code" must be a string, got 5',
-        ),
-        (
-            {"type": "text-delta"},
-            '"text-delta" chunk: missing key "index"; missing key "text"',
-        ),
-    ],
-)
-def test_chunk_from_json_errors(data: Any, message: str) -> None:
-    with pytest.raises(LlmFormatError) as caught:
-        chunk_from_json(data)
-    assert str(caught.value).startswith(message)
+#: Values ``chunk_from_json`` refuses, each with the start of its error message.
+CHUNK_ERRORS: list[tuple[Any, str]] = [
+    (
+        {"type": "image", "url": "x"},
+        "unknown chunk type: type 'image' (expected one of \"block-start\", "
+        '"text-delta", "reasoning-delta", "tool-call-delta", "block-end", "usage", '
+        '"finish")',
+    ),
+    ({"index": 0}, 'unknown chunk type: no "type" key'),
+    ({"type": None}, "unknown chunk type: type null"),
+    ({"type": True}, "unknown chunk type: type true"),
+    ({"type": ["text-delta"]}, "unknown chunk type: type an array"),
+    ({"type": {"k": 1}}, "unknown chunk type: type an object"),
+    ([1, 2], "a chunk must be a JSON object, got an array"),
+    ("text-delta", "a chunk must be a JSON object, got 'text-delta'"),
+    ({"type": "text-delta", "index": 0}, '"text-delta" chunk: missing key "text"'),
+    (
+        {"type": "text-delta", "index": 0, "text": "a", "extra": 1},
+        '"text-delta" chunk: unknown key "extra"',
+    ),
+    (
+        {"type": "text-delta", "index": -1, "text": "a"},
+        '"text-delta" chunk: "index" must be a non-negative integer, got -1',
+    ),
+    (
+        {"type": "text-delta", "index": True, "text": "a"},
+        '"text-delta" chunk: "index" must be a non-negative integer, got true',
+    ),
+    (
+        {"type": "text-delta", "index": 1.0, "text": "a"},
+        '"text-delta" chunk: "index" must be a non-negative integer, got 1.0',
+    ),
+    (
+        {"type": "reasoning-delta", "index": 0, "text": None},
+        '"reasoning-delta" chunk: "text" must be a string, got null',
+    ),
+    (
+        {"type": "block-start", "index": 0, "block_type": "image"},
+        '"block-start" chunk: "block_type" must be one of "text", "reasoning", '
+        "\"tool-call\", got 'image'",
+    ),
+    (
+        {"type": "tool-call-delta", "index": 0, "id": 7, "arguments_delta": ""},
+        '"tool-call-delta" chunk: "id" must be a string, got 7',
+    ),
+    (
+        {"type": "block-end", "index": 0, "block": "text"},
+        '"block-end" chunk: "block" must be a JSON object, got \'text\'',
+    ),
+    (
+        {"type": "block-end", "index": 0, "block": {"type": "text"}},
+        '"block-end" chunk: "text" block: missing key "text"',
+    ),
+    (
+        {"type": "usage", "usage": {"input_tokens": 1}},
+        '"usage" chunk: usage: missing key "output_tokens"',
+    ),
+    (
+        {"type": "usage", "usage": {"input_tokens": 1, "output_tokens": 2, "type": "u"}},
+        '"usage" chunk: usage: unknown key "type"',
+    ),
+    (
+        {"type": "finish", "reason": "done"},
+        '"finish" chunk: "reason" must be one of "stop", "tool-calls", "max-tokens", '
+        '"aborted", "error", got \'done\'',
+    ),
+    ({"type": "finish", "reason": "error"}, '"finish" chunk: finish reason "error" needs'),
+    (
+        {"type": "finish", "reason": "error", "failure": {"message": "m"}},
+        '"finish" chunk: failure: missing key "code"',
+    ),
+    (
+        {"type": "finish", "reason": "error", "failure": {"message": "m", "code": 5}},
+        '"finish" chunk: failure: "code" must be a string, got 5',
+    ),
+    (
+        {"type": "text-delta"},
+        '"text-delta" chunk: missing key "index"; missing key "text"',
+    ),
+]
+
+
+#: Values ``block_from_json`` refuses, each with the start of its error message.
+BLOCK_ERRORS: list[tuple[Any, str]] = [
+    (
+        {"type": "image", "url": "x"},
+        "unknown content block type: type 'image' (expected one of \"text\", "
+        '"reasoning", "tool-call", "tool-result")',
+    ),
+    (None, "a content block must be a JSON object, got null"),
+    ({"type": "tool-call", "id": "c", "name": "n"}, '"tool-call" block: missing key'),
+    (
+        {"type": "tool-result", "tool_call_id": "c", "content": "x", "is_error": "no"},
+        '"tool-result" block: "is_error" must be a boolean, got \'no\'',
+    ),
+    ({"type": "text", "text": "a", "b": 1}, '"text" block: unknown key "b"'),
+]
+
+
+#: Values ``Message.from_json`` refuses, each with the start of its error message.
+MESSAGE_ERRORS: list[tuple[Any, str]] = [
+    ({"role": "system", "content": []}, 'message: "role" must be one of "user"'),
+    ({"role": "user"}, 'message: missing key "content"'),
+    ({"role": "user", "content": "hi"}, "message: \"content\" must be a JSON array, got 'hi'"),
+    (
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text"}]},
+        'message content[1]: "text" block: missing key "text"',
+    ),
+    (["user"], "message must be a JSON object, got an array"),
+]
 
 
 @pytest.mark.parametrize(
-    ("data", "message"),
+    ("decode", "data", "message"),
     [
-        (
-            {"type": "image", "url": "x"},
-            "unknown content block type: type 'image' (expected one of \"text\", "
-            '"reasoning", "tool-call", "tool-result")',
-        ),
-        (None, "a content block must be a JSON object, got null"),
-        ({"type": "tool-call", "id": "c", "name": "n"}, '"tool-call" block: missing key'),
-        (
-            {"type": "tool-result", "tool_call_id": "c", "content": "x", "is_error": "no"},
-            '"tool-result" block: "is_error" must be a boolean, got \'no\'',
-        ),
-        ({"type": "text", "text": "a", "b": 1}, '"text" block: unknown key "b"'),
+        *[(chunk_from_json, data, message) for data, message in CHUNK_ERRORS],
+        *[(block_from_json, data, message) for data, message in BLOCK_ERRORS],
+        *[(Message.from_json, data, message) for data, message in MESSAGE_ERRORS],
     ],
 )
-def test_block_from_json_errors(data: Any, message: str) -> None:
+def test_from_json_errors(decode: Callable[[Any], object], data: Any, message: str) -> None:
+    """A decoder refuses a malformed value with an error that starts with ``message``."""
     with pytest.raises(LlmFormatError) as caught:
-        block_from_json(data)
-    assert str(caught.value).startswith(message)
-
-
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        ({"role": "system", "content": []}, 'message: "role" must be one of "user"'),
-        ({"role": "user"}, 'message: missing key "content"'),
-        ({"role": "user", "content": "hi"}, "message: \"content\" must be a JSON array, got 'hi'"),
-        (
-            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text"}]},
-            'message content[1]: "text" block: missing key "text"',
-        ),
-        (["user"], "message must be a JSON object, got an array"),
-    ],
-)
-def test_message_from_json_errors(data: Any, message: str) -> None:
-    with pytest.raises(LlmFormatError) as caught:
-        Message.from_json(data)
+        decode(data)
     assert str(caught.value).startswith(message)
 
 

@@ -7,15 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dsh_llm import (
-    Finish,
-    LlmRequest,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+import dsh_llm as llm
 from dsh_llm_anthropic import REDACTED, AnthropicConfig, request_body
 from dsh_system_prompt import ToolSchema
 
@@ -27,37 +19,43 @@ pytestmark = pytest.mark.anyio
 READ_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
 
 HISTORY = (
-    Message.user("Read a and b."),
-    Message(
+    llm.Message.user("Read a and b."),
+    llm.Message(
         "assistant",
         (
-            ReasoningBlock("Two files.", signature="c2lnLWE="),
-            TextBlock("Reading."),
-            ToolCallBlock("toolu_a", "read", '{"path": "a"}'),
-            ToolCallBlock("toolu_b", "read", '{"path": "b"}'),
+            llm.ReasoningBlock("Two files.", signature="c2lnLWE="),
+            llm.TextBlock("Reading."),
+            llm.ToolCallBlock("toolu_a", "read", '{"path": "a"}'),
+            llm.ToolCallBlock("toolu_b", "read", '{"path": "b"}'),
         ),
     ),
-    Message("tool", (ToolResultBlock("toolu_a", "contents of a"),)),
-    Message("tool", (ToolResultBlock("toolu_b", "no such file", is_error=True),)),
-    Message.user("Now list them."),
-    Message(
+    llm.Message("tool", (llm.ToolResultBlock("toolu_a", "contents of a"),)),
+    llm.Message("tool", (llm.ToolResultBlock("toolu_b", "no such file", is_error=True),)),
+    llm.Message.user("Now list them."),
+    llm.Message(
         "assistant",
-        (ReasoningBlock("unsigned: from another model"), ToolCallBlock("toolu_c", "ls", "")),
+        (
+            llm.ReasoningBlock("unsigned: from another model"),
+            llm.ToolCallBlock("toolu_c", "ls", ""),
+        ),
     ),
-    Message("user", (TextBlock("Also this."), ToolResultBlock("toolu_c", "a b"))),
-    Message("assistant", (ReasoningBlock("interrupted before any answer"),)),
-    Message.user("Continue."),
-    Message(
+    llm.Message("user", (llm.TextBlock("Also this."), llm.ToolResultBlock("toolu_c", "a b"))),
+    llm.Message("assistant", (llm.ReasoningBlock("interrupted before any answer"),)),
+    llm.Message.user("Continue."),
+    llm.Message(
         "assistant",
-        (ReasoningBlock("", signature=REDACTED + "ZW5jcnlwdGVk"), TextBlock("Plain answer.")),
+        (
+            llm.ReasoningBlock("", signature=REDACTED + "ZW5jcnlwdGVk"),
+            llm.TextBlock("Plain answer."),
+        ),
     ),
-    Message.user("   "),
-    Message(
+    llm.Message.user("   "),
+    llm.Message(
         "assistant",
-        (ToolCallBlock("toolu_d", "ls", "{oops"), ToolCallBlock("toolu_e", "ls", "[1]")),
+        (llm.ToolCallBlock("toolu_d", "ls", "{oops"), llm.ToolCallBlock("toolu_e", "ls", "[1]")),
     ),
-    Message("tool", (ToolResultBlock("toolu_d", ""), ToolResultBlock("toolu_e", "x"))),
-    Message("user", ()),
+    llm.Message("tool", (llm.ToolResultBlock("toolu_d", ""), llm.ToolResultBlock("toolu_e", "x"))),
+    llm.Message("user", ()),
 )
 
 EXPECTED_MESSAGES: list[dict[str, Any]] = [
@@ -120,8 +118,8 @@ EXPECTED_MESSAGES: list[dict[str, Any]] = [
 ]
 
 
-def full_request(model: str = "claude-sonnet-4-5", **fields: Any) -> LlmRequest:
-    return LlmRequest(
+def full_request(model: str = "claude-sonnet-4-5", **fields: Any) -> llm.LlmRequest:
+    return llm.LlmRequest(
         model=model,
         messages=HISTORY,
         system="You are terse.",
@@ -142,7 +140,7 @@ def test_request_body_maps_the_whole_history() -> None:
 
 
 def test_a_minimal_request_gets_the_default_max_tokens_and_no_system_or_tools() -> None:
-    body = request_body(LlmRequest(model="m", messages=(Message.user("hi"),), system=""))
+    body = request_body(llm.LlmRequest(model="m", messages=(llm.Message.user("hi"),), system=""))
     assert body == {
         "model": "m",
         "max_tokens": 8192,
@@ -152,20 +150,20 @@ def test_a_minimal_request_gets_the_default_max_tokens_and_no_system_or_tools() 
 
 
 def test_thinking_is_on_when_the_token_limit_leaves_room_for_it() -> None:
-    request = LlmRequest(model="m", messages=(Message.user("hi"),))
+    request = llm.LlmRequest(model="m", messages=(llm.Message.user("hi"),))
     body = request_body(request, max_tokens=16000, thinking_budget=4096)
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 4096}
     assert body["max_tokens"] == 16000
     # A request whose own limit is within the budget (a short summary) goes without.
-    short = LlmRequest(model="m", messages=(Message.user("hi"),), max_tokens=4096)
+    short = llm.LlmRequest(model="m", messages=(llm.Message.user("hi"),), max_tokens=4096)
     assert "thinking" not in request_body(short, max_tokens=16000, thinking_budget=4096)
 
 
 def knobs(with_tools: bool = True, **values: Any) -> dict[str, Any]:
     config = AnthropicConfig(models=["m"], **values)
     tools = (ToolSchema(name="t", description="", parameters={"type": "object"}),)
-    request = LlmRequest(
-        model="m", messages=(Message.user("x"),), tools=tools if with_tools else ()
+    request = llm.LlmRequest(
+        model="m", messages=(llm.Message.user("x"),), tools=tools if with_tools else ()
     )
     body = request_body(
         request, options=config.request_options(with_tools), extra=config.extra_body
@@ -215,10 +213,10 @@ async def test_the_request_carries_the_key_the_version_and_no_authorization(
     server: AnthropicServer,
 ) -> None:
     server.ok()
-    request = LlmRequest(
-        model="test-model", messages=(Message.user("What is 2+2?"),), system="Be brief."
+    request = llm.LlmRequest(
+        model="test-model", messages=(llm.Message.user("What is 2+2?"),), system="Be brief."
     )
-    assert (await server.run(request, api_key="sk-ant-test-key"))[-1] == Finish("stop")
+    assert (await server.run(request, api_key="sk-ant-test-key"))[-1] == llm.Finish("stop")
     (seen,) = server.requests
     assert seen.method == "POST"
     assert seen.path == "/v1/messages"

@@ -7,20 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dsh_llm import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-    Usage,
-    UsageChunk,
-)
+import dsh_llm as llm
 from dsh_llm_anthropic import REDACTED
 from tests.plugins.llm.llm_support import assemble
 from tests.plugins.llm_anthropic.anthropic_support import (
@@ -51,13 +38,13 @@ async def test_a_text_answer_is_one_text_block_with_cached_usage(
     server.play("text")
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "text"),
-        TextDelta(0, "Hello"),
-        TextDelta(0, " from Claude."),
-        BlockEnd(0),
+        llm.BlockStart(0, "text"),
+        llm.TextDelta(0, "Hello"),
+        llm.TextDelta(0, " from Claude."),
+        llm.BlockEnd(0),
         # Input excludes the cache, as dsh counts it: reads and writes are their own.
-        UsageChunk(Usage(25, 15, cache_read_tokens=1800, cache_write_tokens=120)),
-        Finish("stop"),
+        llm.UsageChunk(llm.Usage(25, 15, cache_read_tokens=1800, cache_write_tokens=120)),
+        llm.Finish("stop"),
     ]
 
 
@@ -67,27 +54,27 @@ async def test_thinking_keeps_its_signature_and_tool_input_arrives_as_partial_js
     server.play("thinking_tool_use")
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "reasoning"),
-        ReasoningDelta(0, "The user wants the weather in Paris."),
-        ReasoningDelta(0, " I should call get_weather."),
-        BlockEnd(0, ReasoningBlock(THOUGHT, signature=SIGNATURE)),
-        BlockStart(1, "text"),
-        TextDelta(1, "Let me check the weather."),
-        BlockEnd(1),
-        BlockStart(2, "tool-call"),
-        ToolCallDelta(2, WEATHER_CALL, "", name="get_weather"),
+        llm.BlockStart(0, "reasoning"),
+        llm.ReasoningDelta(0, "The user wants the weather in Paris."),
+        llm.ReasoningDelta(0, " I should call get_weather."),
+        llm.BlockEnd(0, llm.ReasoningBlock(THOUGHT, signature=SIGNATURE)),
+        llm.BlockStart(1, "text"),
+        llm.TextDelta(1, "Let me check the weather."),
+        llm.BlockEnd(1),
+        llm.BlockStart(2, "tool-call"),
+        llm.ToolCallDelta(2, WEATHER_CALL, "", name="get_weather"),
         # The JSON is cut mid-token: the fragments are passed on as they come.
-        ToolCallDelta(2, None, '{"location": "Par'),
-        ToolCallDelta(2, None, 'is, France", "unit": "cel'),
-        ToolCallDelta(2, None, 'sius"}'),
-        BlockEnd(2),
-        UsageChunk(Usage(512, 89, cache_read_tokens=0, cache_write_tokens=0)),
-        Finish("tool-calls"),
+        llm.ToolCallDelta(2, None, '{"location": "Par'),
+        llm.ToolCallDelta(2, None, 'is, France", "unit": "cel'),
+        llm.ToolCallDelta(2, None, 'sius"}'),
+        llm.BlockEnd(2),
+        llm.UsageChunk(llm.Usage(512, 89, cache_read_tokens=0, cache_write_tokens=0)),
+        llm.Finish("tool-calls"),
     ]
     assert assemble(chunks).message.content == (
-        ReasoningBlock(THOUGHT, signature=SIGNATURE),
-        TextBlock("Let me check the weather."),
-        ToolCallBlock(
+        llm.ReasoningBlock(THOUGHT, signature=SIGNATURE),
+        llm.TextBlock("Let me check the weather."),
+        llm.ToolCallBlock(
             WEATHER_CALL, "get_weather", '{"location": "Paris, France", "unit": "celsius"}'
         ),
     )
@@ -97,12 +84,12 @@ async def test_parallel_tool_calls_and_a_call_without_input(server: AnthropicSer
     server.play("parallel_tools")
     result = assemble(await server.run())
     assert result.message.content == (
-        TextBlock("I'll list the files and read the README."),
-        ToolCallBlock("toolu_01A09q90qw90lq917835lq9", "list_files", ""),
-        ToolCallBlock("toolu_01B19r01rx01mr028946mr0", "read", '{"path": "README.md"}'),
+        llm.TextBlock("I'll list the files and read the README."),
+        llm.ToolCallBlock("toolu_01A09q90qw90lq917835lq9", "list_files", ""),
+        llm.ToolCallBlock("toolu_01B19r01rx01mr028946mr0", "read", '{"path": "README.md"}'),
     )
-    assert result.usage == Usage(402, 97, cache_read_tokens=0, cache_write_tokens=0)
-    assert result.finish == Finish("tool-calls")
+    assert result.usage == llm.Usage(402, 97, cache_read_tokens=0, cache_write_tokens=0)
+    assert result.finish == llm.Finish("tool-calls")
 
 
 async def test_redacted_thinking_is_kept_as_an_empty_signed_reasoning_block(
@@ -110,14 +97,14 @@ async def test_redacted_thinking_is_kept_as_an_empty_signed_reasoning_block(
 ) -> None:
     server.play("redacted_thinking")
     chunks = await server.run()
-    (end,) = [c for c in chunks if isinstance(c, BlockEnd) and c.index == 0]
+    (end,) = [c for c in chunks if isinstance(c, llm.BlockEnd) and c.index == 0]
     assert end.block is not None
-    assert isinstance(end.block, ReasoningBlock)
+    assert isinstance(end.block, llm.ReasoningBlock)
     assert end.block.text == ""
     assert end.block.signature is not None
     assert end.block.signature.startswith(REDACTED + "EmwKAhgBEgy3va3p")
-    assert not [c for c in chunks if isinstance(c, ReasoningDelta)]  # nothing to show
-    assert assemble(chunks).message.content[1] == TextBlock("Here is my answer.")
+    assert not [c for c in chunks if isinstance(c, llm.ReasoningDelta)]  # nothing to show
+    assert assemble(chunks).message.content[1] == llm.TextBlock("Here is my answer.")
 
 
 async def test_a_thinking_block_that_starts_with_its_text_and_signature(
@@ -132,9 +119,9 @@ async def test_a_thinking_block_that_starts_with_its_text_and_signature(
     )
     chunks = await server.run()
     assert chunks[:3] == [
-        BlockStart(0, "reasoning"),
-        ReasoningDelta(0, "All at once."),
-        BlockEnd(0, ReasoningBlock("All at once.", signature="c2ln")),
+        llm.BlockStart(0, "reasoning"),
+        llm.ReasoningDelta(0, "All at once."),
+        llm.BlockEnd(0, llm.ReasoningBlock("All at once.", signature="c2ln")),
     ]
 
 
@@ -148,7 +135,7 @@ async def test_unsigned_thinking_has_no_signature(server: AnthropicServer) -> No
         *finish(),
     )
     chunks = await server.run()
-    assert BlockEnd(0, ReasoningBlock("hmm")) in chunks
+    assert llm.BlockEnd(0, llm.ReasoningBlock("hmm")) in chunks
 
 
 async def test_max_tokens_is_max_tokens_and_drops_the_truncated_call(
@@ -156,20 +143,20 @@ async def test_max_tokens_is_max_tokens_and_drops_the_truncated_call(
 ) -> None:
     server.play("max_tokens")
     chunks = await server.run()
-    assert chunks[-1] == Finish("max-tokens")
-    assert assemble(chunks).message.content == (TextBlock("Writing the file now."),)
+    assert chunks[-1] == llm.Finish("max-tokens")
+    assert assemble(chunks).message.content == (llm.TextBlock("Writing the file now."),)
 
 
 async def test_stop_sequence_is_a_stop(server: AnthropicServer) -> None:
     server.stream(message_start(), *text_block(0, "1, 2, 3"), *finish("stop_sequence"))
-    assert (await server.run())[-1] == Finish("stop")
+    assert (await server.run())[-1] == llm.Finish("stop")
 
 
 async def test_a_refusal_is_an_error_naming_the_reason(server: AnthropicServer) -> None:
     server.play("refusal", headers={"request-id": "req_011CRefusal"})
     chunks = await server.run()
-    assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "I can't help")]
-    assert final_failure(chunks) == LlmFailure(
+    assert chunks[:2] == [llm.BlockStart(0, "text"), llm.TextDelta(0, "I can't help")]
+    assert final_failure(chunks) == llm.LlmFailure(
         'the model stopped with stop_reason "refusal"', "REFUSAL", request_id="req_011CRefusal"
     )
 
@@ -202,7 +189,7 @@ async def test_an_answer_with_nothing_in_it_is_empty(server: AnthropicServer, re
         *finish(reason),
     )
     chunks = await server.run()
-    assert chunks[-2] == UsageChunk(Usage(10, 5))
+    assert chunks[-2] == llm.UsageChunk(llm.Usage(10, 5))
     assert final_failure(chunks).code == "EMPTY_RESPONSE"
 
 
@@ -226,16 +213,21 @@ async def test_blocks_still_open_at_message_stop_are_closed(server: AnthropicSer
         *finish(),
     )
     chunks = await server.run()
-    assert chunks[-4:-2] == [BlockEnd(0, ReasoningBlock("t", signature="c2ln")), BlockEnd(1)]
-    assert chunks[-1] == Finish("stop")
+    assert chunks[-4:-2] == [
+        llm.BlockEnd(0, llm.ReasoningBlock("t", signature="c2ln")),
+        llm.BlockEnd(1),
+    ]
+    assert chunks[-1] == llm.Finish("stop")
 
 
 async def test_a_stream_cut_before_message_stop_is_interrupted(server: AnthropicServer) -> None:
     server.stream(*recording("text")[:4])  # message_start, the block, a ping, one delta
     chunks = await server.run()
     # The open block stays open: it is not complete.
-    assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "Hello")]
-    assert chunks[2] == UsageChunk(Usage(25, 1, cache_read_tokens=1800, cache_write_tokens=120))
+    assert chunks[:2] == [llm.BlockStart(0, "text"), llm.TextDelta(0, "Hello")]
+    assert chunks[2] == llm.UsageChunk(
+        llm.Usage(25, 1, cache_read_tokens=1800, cache_write_tokens=120)
+    )
     got = final_failure(chunks)
     assert got.code == "STREAM_INTERRUPTED"
     assert got.message == "the stream ended before the model finished (no message_stop)"
@@ -244,8 +236,8 @@ async def test_a_stream_cut_before_message_stop_is_interrupted(server: Anthropic
 async def test_what_follows_message_stop_is_read_and_ignored(server: AnthropicServer) -> None:
     server.stream(*recording("text"), *text_block(1, "late"), ": bye")
     chunks = await server.run()
-    assert chunks[-1] == Finish("stop")
-    assert TextDelta(1, "late") not in chunks
+    assert chunks[-1] == llm.Finish("stop")
+    assert llm.TextDelta(1, "late") not in chunks
 
 
 async def test_usage_the_last_count_wins_and_nulls_keep_the_earlier_one(
@@ -262,7 +254,7 @@ async def test_usage_the_last_count_wins_and_nulls_keep_the_earlier_one(
         event("message_stop"),
     )
     chunks = await server.run()
-    assert chunks[-2] == UsageChunk(Usage(30, 40, cache_read_tokens=9))
+    assert chunks[-2] == llm.UsageChunk(llm.Usage(30, 40, cache_read_tokens=9))
 
 
 async def test_no_usage_at_all_means_no_usage_chunk(server: AnthropicServer) -> None:
@@ -274,8 +266,8 @@ async def test_no_usage_at_all_means_no_usage_chunk(server: AnthropicServer) -> 
         event("message_stop"),
     )
     chunks = await server.run()
-    assert not [c for c in chunks if isinstance(c, UsageChunk)]
-    assert chunks[-1] == Finish("stop")
+    assert not [c for c in chunks if isinstance(c, llm.UsageChunk)]
+    assert chunks[-1] == llm.Finish("stop")
 
 
 async def test_what_this_adapter_does_not_know_is_ignored(server: AnthropicServer) -> None:
@@ -309,12 +301,12 @@ async def test_what_this_adapter_does_not_know_is_ignored(server: AnthropicServe
     )
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "text"),
-        TextDelta(0, "a"),
-        TextDelta(0, "b"),
-        BlockEnd(0),
-        UsageChunk(Usage(10, 5)),
-        Finish("stop"),
+        llm.BlockStart(0, "text"),
+        llm.TextDelta(0, "a"),
+        llm.TextDelta(0, "b"),
+        llm.BlockEnd(0),
+        llm.UsageChunk(llm.Usage(10, 5)),
+        llm.Finish("stop"),
     ]
 
 
@@ -384,8 +376,8 @@ async def test_wrong_shaped_events_are_bad_responses(
 ) -> None:
     server.stream(*_text_then(*frames), *text_block(2, "after"), *finish())
     chunks = await server.run()
-    assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "before")]
-    assert chunks[-2] == UsageChunk(Usage(10, 1))
+    assert chunks[:2] == [llm.BlockStart(0, "text"), llm.TextDelta(0, "before")]
+    assert chunks[-2] == llm.UsageChunk(llm.Usage(10, 1))
     got = final_failure(chunks)
     assert got.code == "BAD_RESPONSE"
     assert problem in got.message

@@ -6,15 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dsh_llm import (
-    Finish,
-    LlmRequest,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+import dsh_llm as llm
 from dsh_llm_openai import request_body
 from dsh_system_prompt import ToolSchema
 
@@ -26,24 +18,24 @@ pytestmark = pytest.mark.anyio
 READ_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
 
 HISTORY = (
-    Message.user("Read a and b."),
-    Message(
+    llm.Message.user("Read a and b."),
+    llm.Message(
         "assistant",
         (
-            ReasoningBlock("The user wants two files."),
-            TextBlock("Reading."),
-            ToolCallBlock("call_a", "read", '{"path": "a"}'),
-            ToolCallBlock("call_b", "read", '{"path": "b"}'),
+            llm.ReasoningBlock("The user wants two files."),
+            llm.TextBlock("Reading."),
+            llm.ToolCallBlock("call_a", "read", '{"path": "a"}'),
+            llm.ToolCallBlock("call_b", "read", '{"path": "b"}'),
         ),
     ),
-    Message("tool", (ToolResultBlock("call_a", "contents of a"),)),
-    Message("tool", (ToolResultBlock("call_b", "no such file", is_error=True),)),
-    Message("assistant", (ToolCallBlock("call_c", "read", "{}"),)),
-    Message("user", (ToolResultBlock("call_c", "c"), TextBlock("Now summarise."))),
-    Message("assistant", (ReasoningBlock("interrupted before any answer"),)),
-    Message("user", (ToolResultBlock("call_d", "d"),)),
-    Message("user", ()),
-    Message("assistant", (TextBlock("Plain answer."),)),
+    llm.Message("tool", (llm.ToolResultBlock("call_a", "contents of a"),)),
+    llm.Message("tool", (llm.ToolResultBlock("call_b", "no such file", is_error=True),)),
+    llm.Message("assistant", (llm.ToolCallBlock("call_c", "read", "{}"),)),
+    llm.Message("user", (llm.ToolResultBlock("call_c", "c"), llm.TextBlock("Now summarise."))),
+    llm.Message("assistant", (llm.ReasoningBlock("interrupted before any answer"),)),
+    llm.Message("user", (llm.ToolResultBlock("call_d", "d"),)),
+    llm.Message("user", ()),
+    llm.Message("assistant", (llm.TextBlock("Plain answer."),)),
 )
 
 EXPECTED_MESSAGES: list[dict[str, Any]] = [
@@ -83,8 +75,8 @@ EXPECTED_MESSAGES: list[dict[str, Any]] = [
 ]
 
 
-def full_request() -> LlmRequest:
-    return LlmRequest(
+def full_request() -> llm.LlmRequest:
+    return llm.LlmRequest(
         model="test-model",
         messages=HISTORY,
         system="You are terse.",
@@ -120,7 +112,7 @@ def test_send_reasoning_returns_reasoning_content_on_assistant_messages() -> Non
 
 
 def test_a_minimal_request_has_no_system_tools_or_max_tokens() -> None:
-    body = request_body(LlmRequest(model="m", messages=(Message.user("hi"),), system=""))
+    body = request_body(llm.LlmRequest(model="m", messages=(llm.Message.user("hi"),), system=""))
     assert body == {
         "model": "m",
         "messages": [{"role": "user", "content": "hi"}],
@@ -131,10 +123,10 @@ def test_a_minimal_request_has_no_system_tools_or_max_tokens() -> None:
 
 async def test_the_request_carries_key_flags_system_and_prompt(server: OpenAIServer) -> None:
     server.ok()
-    request = LlmRequest(
-        model="test-model", messages=(Message.user("What is 2+2?"),), system="Be brief."
+    request = llm.LlmRequest(
+        model="test-model", messages=(llm.Message.user("What is 2+2?"),), system="Be brief."
     )
-    assert (await server.run(request))[-1] == Finish("stop")
+    assert (await server.run(request))[-1] == llm.Finish("stop")
     (seen,) = server.requests
     assert seen.method == "POST"
     assert seen.path == "/v1/chat/completions"

@@ -6,20 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dsh_llm import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-    Usage,
-    UsageChunk,
-)
+import dsh_llm as llm
 from tests.plugins.llm.llm_support import assemble
 from tests.plugins.llm_openai.openai_support import HTTPX_GC_WARNING, final_failure
 
@@ -42,12 +29,12 @@ async def test_text_deltas_become_one_text_block(server: OpenAIServer) -> None:
     )
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "text"),
-        TextDelta(0, "Hel"),
-        TextDelta(0, "lo"),
-        BlockEnd(0),
-        UsageChunk(Usage(input_tokens=12, output_tokens=3)),
-        Finish("stop"),
+        llm.BlockStart(0, "text"),
+        llm.TextDelta(0, "Hel"),
+        llm.TextDelta(0, "lo"),
+        llm.BlockEnd(0),
+        llm.UsageChunk(llm.Usage(input_tokens=12, output_tokens=3)),
+        llm.Finish("stop"),
     ]
 
 
@@ -73,18 +60,18 @@ async def test_reasoning_then_text_with_deepseek_usage_on_the_finish_chunk(
     )
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "reasoning"),
-        ReasoningDelta(0, "Let me "),
-        ReasoningDelta(0, "think."),
-        BlockEnd(0),
-        BlockStart(1, "text"),
-        TextDelta(1, "Four."),
-        BlockEnd(1),
-        UsageChunk(Usage(36, 40, cache_read_tokens=64, reasoning_tokens=30)),
-        Finish("stop"),
+        llm.BlockStart(0, "reasoning"),
+        llm.ReasoningDelta(0, "Let me "),
+        llm.ReasoningDelta(0, "think."),
+        llm.BlockEnd(0),
+        llm.BlockStart(1, "text"),
+        llm.TextDelta(1, "Four."),
+        llm.BlockEnd(1),
+        llm.UsageChunk(llm.Usage(36, 40, cache_read_tokens=64, reasoning_tokens=30)),
+        llm.Finish("stop"),
     ]
     result = assemble(chunks)
-    assert result.message.content == (ReasoningBlock("Let me think."), TextBlock("Four."))
+    assert result.message.content == (llm.ReasoningBlock("Let me think."), llm.TextBlock("Four."))
 
 
 async def test_openai_cached_tokens_are_taken_out_of_the_input(server: OpenAIServer) -> None:
@@ -95,7 +82,7 @@ async def test_openai_cached_tokens_are_taken_out_of_the_input(server: OpenAISer
         "[DONE]",
     )
     chunks = await server.run()
-    assert chunks[-2] == UsageChunk(Usage(30, 5, cache_read_tokens=20, reasoning_tokens=0))
+    assert chunks[-2] == llm.UsageChunk(llm.Usage(30, 5, cache_read_tokens=20, reasoning_tokens=0))
 
 
 async def test_the_last_usage_wins_and_there_is_one_usage_chunk(server: OpenAIServer) -> None:
@@ -106,12 +93,12 @@ async def test_the_last_usage_wins_and_there_is_one_usage_chunk(server: OpenAISe
         "[DONE]",
     )
     chunks = await server.run()
-    assert [c for c in chunks if isinstance(c, UsageChunk)] == [UsageChunk(Usage(7, 2))]
+    assert [c for c in chunks if isinstance(c, llm.UsageChunk)] == [llm.UsageChunk(llm.Usage(7, 2))]
 
 
 async def test_usage_with_missing_counts_reads_as_zero(server: OpenAIServer) -> None:
     server.stream(server.delta("ok", finish="stop", usage={}), "[DONE]")
-    assert (await server.run())[-2] == UsageChunk(Usage(0, 0))
+    assert (await server.run())[-2] == llm.UsageChunk(llm.Usage(0, 0))
 
 
 async def test_ollama_reasoning_field_is_reasoning(server: OpenAIServer) -> None:
@@ -123,13 +110,13 @@ async def test_ollama_reasoning_field_is_reasoning(server: OpenAIServer) -> None
     server.stream(ollama, odd, d(finish="stop"), "[DONE]")
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "reasoning"),
-        ReasoningDelta(0, "hmm"),
-        BlockEnd(0),
-        BlockStart(1, "text"),
-        TextDelta(1, "yes"),
-        BlockEnd(1),
-        Finish("stop"),
+        llm.BlockStart(0, "reasoning"),
+        llm.ReasoningDelta(0, "hmm"),
+        llm.BlockEnd(0),
+        llm.BlockStart(1, "text"),
+        llm.TextDelta(1, "yes"),
+        llm.BlockEnd(1),
+        llm.Finish("stop"),
     ]
 
 
@@ -138,16 +125,16 @@ async def test_alternating_text_and_reasoning_open_new_blocks(server: OpenAIServ
     server.stream(d("a"), d(None, reasoning="r"), d("b"), d(finish="stop"), "[DONE]")
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "text"),
-        TextDelta(0, "a"),
-        BlockEnd(0),
-        BlockStart(1, "reasoning"),
-        ReasoningDelta(1, "r"),
-        BlockEnd(1),
-        BlockStart(2, "text"),
-        TextDelta(2, "b"),
-        BlockEnd(2),
-        Finish("stop"),
+        llm.BlockStart(0, "text"),
+        llm.TextDelta(0, "a"),
+        llm.BlockEnd(0),
+        llm.BlockStart(1, "reasoning"),
+        llm.ReasoningDelta(1, "r"),
+        llm.BlockEnd(1),
+        llm.BlockStart(2, "text"),
+        llm.TextDelta(2, "b"),
+        llm.BlockEnd(2),
+        llm.Finish("stop"),
     ]
 
 
@@ -167,25 +154,25 @@ async def test_split_tool_calls_merge_by_index(server: OpenAIServer) -> None:
     )
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "text"),
-        TextDelta(0, "Reading both."),
-        BlockEnd(0),
-        BlockStart(1, "tool-call"),
-        ToolCallDelta(1, "call_a", "", name="read"),
-        ToolCallDelta(1, None, '{"pa'),
-        ToolCallDelta(1, None, 'th": "a"}'),
-        BlockStart(2, "tool-call"),
-        ToolCallDelta(2, "call_b", '{"path"', name="read"),
-        ToolCallDelta(2, None, ': "b"}'),
-        BlockEnd(1),
-        BlockEnd(2),
-        UsageChunk(Usage(10, 20)),
-        Finish("tool-calls"),
+        llm.BlockStart(0, "text"),
+        llm.TextDelta(0, "Reading both."),
+        llm.BlockEnd(0),
+        llm.BlockStart(1, "tool-call"),
+        llm.ToolCallDelta(1, "call_a", "", name="read"),
+        llm.ToolCallDelta(1, None, '{"pa'),
+        llm.ToolCallDelta(1, None, 'th": "a"}'),
+        llm.BlockStart(2, "tool-call"),
+        llm.ToolCallDelta(2, "call_b", '{"path"', name="read"),
+        llm.ToolCallDelta(2, None, ': "b"}'),
+        llm.BlockEnd(1),
+        llm.BlockEnd(2),
+        llm.UsageChunk(llm.Usage(10, 20)),
+        llm.Finish("tool-calls"),
     ]
     assert assemble(chunks).message.content == (
-        TextBlock("Reading both."),
-        ToolCallBlock("call_a", "read", '{"path": "a"}'),
-        ToolCallBlock("call_b", "read", '{"path": "b"}'),
+        llm.TextBlock("Reading both."),
+        llm.ToolCallBlock("call_a", "read", '{"path": "a"}'),
+        llm.ToolCallBlock("call_b", "read", '{"path": "b"}'),
     )
 
 
@@ -206,25 +193,25 @@ async def test_tool_call_quirks(server: OpenAIServer) -> None:
     )
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "tool-call"),
-        ToolCallDelta(0, None, "", name="grep"),
-        ToolCallDelta(0, "call_g", '{"q": 1}'),
-        BlockStart(1, "tool-call"),
-        BlockStart(2, "tool-call"),
-        ToolCallDelta(2, None, "{}", name="ls"),
-        BlockStart(3, "tool-call"),
-        ToolCallDelta(3, None, '{"path": "x"}', name="cat"),
-        BlockEnd(0),
-        BlockEnd(1),
-        BlockEnd(2),
-        BlockEnd(3),
-        Finish("tool-calls"),
+        llm.BlockStart(0, "tool-call"),
+        llm.ToolCallDelta(0, None, "", name="grep"),
+        llm.ToolCallDelta(0, "call_g", '{"q": 1}'),
+        llm.BlockStart(1, "tool-call"),
+        llm.BlockStart(2, "tool-call"),
+        llm.ToolCallDelta(2, None, "{}", name="ls"),
+        llm.BlockStart(3, "tool-call"),
+        llm.ToolCallDelta(3, None, '{"path": "x"}', name="cat"),
+        llm.BlockEnd(0),
+        llm.BlockEnd(1),
+        llm.BlockEnd(2),
+        llm.BlockEnd(3),
+        llm.Finish("tool-calls"),
     ]
     assert assemble(chunks).message.content == (
-        ToolCallBlock("call_g", "grep", '{"q": 1}'),
-        ToolCallBlock("call-1", "", ""),
-        ToolCallBlock("call-2", "ls", "{}"),
-        ToolCallBlock("call-3", "cat", '{"path": "x"}'),
+        llm.ToolCallBlock("call_g", "grep", '{"q": 1}'),
+        llm.ToolCallBlock("call-1", "", ""),
+        llm.ToolCallBlock("call-2", "ls", "{}"),
+        llm.ToolCallBlock("call-3", "cat", '{"path": "x"}'),
     )
 
 
@@ -237,13 +224,13 @@ async def test_tool_call_with_text_content_alongside(server: OpenAIServer) -> No
     )
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "text"),
-        TextDelta(0, "x"),
-        BlockEnd(0),
-        BlockStart(1, "tool-call"),
-        ToolCallDelta(1, "c", "{}", name="n"),
-        BlockEnd(1),
-        Finish("tool-calls"),
+        llm.BlockStart(0, "text"),
+        llm.TextDelta(0, "x"),
+        llm.BlockEnd(0),
+        llm.BlockStart(1, "tool-call"),
+        llm.ToolCallDelta(1, "c", "{}", name="n"),
+        llm.BlockEnd(1),
+        llm.Finish("tool-calls"),
     ]
 
 
@@ -251,8 +238,8 @@ async def test_length_is_max_tokens_even_without_content(server: OpenAIServer) -
     d = server.delta
     server.stream(d(None, reasoning="long thought"), d(finish="length"), "[DONE]")
     chunks = await server.run()
-    assert chunks[-1] == Finish("max-tokens")
-    assert chunks[-2] == BlockEnd(0)
+    assert chunks[-1] == llm.Finish("max-tokens")
+    assert chunks[-2] == llm.BlockEnd(0)
 
 
 @pytest.mark.parametrize(
@@ -269,7 +256,7 @@ async def test_other_finish_reasons_are_errors(
 ) -> None:
     server.stream(server.delta("partial"), server.delta(finish=reason), "[DONE]")
     chunks = await server.run()
-    assert chunks[:3] == [BlockStart(0, "text"), TextDelta(0, "partial"), BlockEnd(0)]
+    assert chunks[:3] == [llm.BlockStart(0, "text"), llm.TextDelta(0, "partial"), llm.BlockEnd(0)]
     got = final_failure(chunks)
     assert got.code == code
     assert f'finish_reason "{reason}"' in got.message
@@ -287,8 +274,8 @@ async def test_an_empty_answer_is_an_error(server: OpenAIServer, kind: str) -> N
         headers={"x-request-id": "req-empty"},
     )
     chunks = await server.run()
-    assert chunks[-2] == UsageChunk(Usage(5, 1))
-    assert final_failure(chunks) == LlmFailure(
+    assert chunks[-2] == llm.UsageChunk(llm.Usage(5, 1))
+    assert final_failure(chunks) == llm.LlmFailure(
         "the model returned an empty answer (no text and no tool calls)",
         "EMPTY_RESPONSE",
         request_id="req-empty",
@@ -299,8 +286,8 @@ async def test_done_without_a_finish_reason_is_interrupted(server: OpenAIServer)
     server.stream(server.delta("cut"), server.usage(3, 1), "[DONE]")
     chunks = await server.run()
     # The open block stays open: it is not complete.
-    assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "cut")]
-    assert chunks[2] == UsageChunk(Usage(3, 1))
+    assert chunks[:2] == [llm.BlockStart(0, "text"), llm.TextDelta(0, "cut")]
+    assert chunks[2] == llm.UsageChunk(llm.Usage(3, 1))
     got = final_failure(chunks)
     assert got.code == "STREAM_INTERRUPTED"
     assert "no finish_reason" in got.message
@@ -309,13 +296,13 @@ async def test_done_without_a_finish_reason_is_interrupted(server: OpenAIServer)
 async def test_eof_without_done_or_finish_is_interrupted(server: OpenAIServer) -> None:
     server.stream(server.delta("cut"))
     chunks = await server.run()
-    assert [type(c) for c in chunks] == [BlockStart, TextDelta, Finish]
+    assert [type(c) for c in chunks] == [llm.BlockStart, llm.TextDelta, llm.Finish]
     assert final_failure(chunks).code == "STREAM_INTERRUPTED"
 
 
 async def test_eof_after_a_finish_without_done_is_fine(server: OpenAIServer) -> None:
     server.stream(server.delta("ok"), server.delta(finish="stop"))
-    assert (await server.run())[-1] == Finish("stop")
+    assert (await server.run())[-1] == llm.Finish("stop")
 
 
 async def test_sse_framing_variants(server: OpenAIServer) -> None:
@@ -331,17 +318,17 @@ async def test_sse_framing_variants(server: OpenAIServer) -> None:
     )
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "text"),
-        TextDelta(0, "a"),
-        TextDelta(0, "b"),
-        BlockEnd(0),
-        Finish("stop"),
+        llm.BlockStart(0, "text"),
+        llm.TextDelta(0, "a"),
+        llm.TextDelta(0, "b"),
+        llm.BlockEnd(0),
+        llm.Finish("stop"),
     ]
 
 
 async def test_done_the_server_closes_right_after(server: OpenAIServer) -> None:
     server.stream(server.delta("ok", finish="stop"), b"data: [DONE]")
-    assert (await server.run())[-1] == Finish("stop")
+    assert (await server.run())[-1] == llm.Finish("stop")
 
 
 async def test_nothing_after_the_finish_reason_but_usage(server: OpenAIServer) -> None:
@@ -349,11 +336,11 @@ async def test_nothing_after_the_finish_reason_but_usage(server: OpenAIServer) -
     server.stream(d("a"), d(finish="stop"), d("late"), server.usage(1, 1), "[DONE]")
     chunks = await server.run()
     assert chunks == [
-        BlockStart(0, "text"),
-        TextDelta(0, "a"),
-        BlockEnd(0),
-        UsageChunk(Usage(1, 1)),
-        Finish("stop"),
+        llm.BlockStart(0, "text"),
+        llm.TextDelta(0, "a"),
+        llm.BlockEnd(0),
+        llm.UsageChunk(llm.Usage(1, 1)),
+        llm.Finish("stop"),
     ]
 
 
@@ -362,7 +349,7 @@ async def test_only_the_first_choice_counts(server: OpenAIServer) -> None:
     two["choices"].append({"index": 1, "delta": {"content": "second"}, "finish_reason": None})
     server.stream(two, server.delta(finish="stop"), "[DONE]")
     chunks = await server.run()
-    assert [c.text for c in chunks if isinstance(c, TextDelta)] == ["first"]
+    assert [c.text for c in chunks if isinstance(c, llm.TextDelta)] == ["first"]
 
 
 def _choice(**fields: Any) -> dict[str, Any]:
@@ -408,8 +395,8 @@ async def test_wrong_shaped_payloads_are_bad_responses(
 ) -> None:
     server.stream(server.delta("before"), server.usage(2, 2), payload, server.delta("after"))
     chunks = await server.run()
-    assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "before")]
-    assert chunks[-2] == UsageChunk(Usage(2, 2))
+    assert chunks[:2] == [llm.BlockStart(0, "text"), llm.TextDelta(0, "before")]
+    assert chunks[-2] == llm.UsageChunk(llm.Usage(2, 2))
     got = final_failure(chunks)
     assert got.code == "BAD_RESPONSE"
     assert problem in got.message
@@ -438,7 +425,7 @@ async def test_an_error_object_mid_stream_is_a_server_error(
 ) -> None:
     server.stream(server.delta("so far"), {"error": error}, headers={"x-request-id": "req-mid"})
     chunks = await server.run()
-    assert chunks[:2] == [BlockStart(0, "text"), TextDelta(0, "so far")]
+    assert chunks[:2] == [llm.BlockStart(0, "text"), llm.TextDelta(0, "so far")]
     got = final_failure(chunks)
     assert got.code == "SERVER_ERROR"
     assert got.message == f"the server reported an error mid-stream: {text} (request id req-mid)"

@@ -15,26 +15,10 @@ from typing import Any
 
 import pytest
 
+import dsh_llm as llm
 from dsh import Context, DeploymentError, Disposer, load_deployment
 from dsh.testing import ScriptedModel, write_deployment
 from dsh_agent_core import AgentCore
-from dsh_llm import (
-    BlockEnd,
-    BlockStart,
-    Chunk,
-    Finish,
-    LlmRequest,
-    Message,
-    ReasoningBlock,
-    ReasoningDelta,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-    ToolResultBlock,
-    Usage,
-    UsageChunk,
-)
 from dsh_llm_replay import LlmReplay, ReplayAdapter, record_session
 from tests.plugins.llm_replay import lookup_tool
 from tests.plugins.llm_replay.replay_support import replay_text
@@ -55,28 +39,28 @@ DEPLOYMENT = """\
   name: ./lookup_tool.py
 """
 
-STEP_ONE: list[Chunk] = [
-    BlockStart(0, "reasoning"),
-    ReasoningDelta(0, "I should look it up."),
-    BlockEnd(0),
-    BlockStart(1, "text"),
-    TextDelta(1, "Let me "),
-    TextDelta(1, "look."),
-    BlockEnd(1),
-    BlockStart(2, "tool-call"),
-    ToolCallDelta(2, "call_1", '{"key": ', name="lookup"),
-    ToolCallDelta(2, None, '"answer"}'),
-    BlockEnd(2),
-    UsageChunk(Usage(120, 30)),
-    Finish("tool-calls"),
+STEP_ONE: list[llm.Chunk] = [
+    llm.BlockStart(0, "reasoning"),
+    llm.ReasoningDelta(0, "I should look it up."),
+    llm.BlockEnd(0),
+    llm.BlockStart(1, "text"),
+    llm.TextDelta(1, "Let me "),
+    llm.TextDelta(1, "look."),
+    llm.BlockEnd(1),
+    llm.BlockStart(2, "tool-call"),
+    llm.ToolCallDelta(2, "call_1", '{"key": ', name="lookup"),
+    llm.ToolCallDelta(2, None, '"answer"}'),
+    llm.BlockEnd(2),
+    llm.UsageChunk(llm.Usage(120, 30)),
+    llm.Finish("tool-calls"),
 ]
-STEP_TWO: list[Chunk] = [
-    BlockStart(0, "text"),
-    TextDelta(0, "The answer "),
-    TextDelta(0, "is 42."),
-    BlockEnd(0),
-    UsageChunk(Usage(180, 8, cache_read_tokens=100)),
-    Finish("stop"),
+STEP_TWO: list[llm.Chunk] = [
+    llm.BlockStart(0, "text"),
+    llm.TextDelta(0, "The answer "),
+    llm.TextDelta(0, "is 42."),
+    llm.BlockEnd(0),
+    llm.UsageChunk(llm.Usage(180, 8, cache_read_tokens=100)),
+    llm.Finish("stop"),
 ]
 
 
@@ -144,17 +128,17 @@ async def test_a_two_step_turn_replays_through_the_agent_loop(elsewhere: Path) -
             "turn/end",
         ]
         assert agent.session.derive_messages() == [
-            Message.user("What is the answer?"),
-            Message(
+            llm.Message.user("What is the answer?"),
+            llm.Message(
                 "assistant",
                 (
-                    ReasoningBlock("I should look it up."),
-                    TextBlock("Let me look."),
-                    ToolCallBlock("call_1", "lookup", '{"key": "answer"}'),
+                    llm.ReasoningBlock("I should look it up."),
+                    llm.TextBlock("Let me look."),
+                    llm.ToolCallBlock("call_1", "lookup", '{"key": "answer"}'),
                 ),
             ),
-            Message("tool", (ToolResultBlock("call_1", "value of answer: 42"),)),
-            Message("assistant", (TextBlock("The answer is 42."),)),
+            llm.Message("tool", (llm.ToolResultBlock("call_1", "value of answer: 42"),)),
+            llm.Message("assistant", (llm.TextBlock("The answer is 42."),)),
         ]
         by_type = {e.type: e.data for e in events}
         assert by_type["turn/end"] == {"turn": 1, "reason": {"kind": "completed"}}
@@ -201,21 +185,21 @@ async def test_a_malformed_replay_file_fails_the_deployment(elsewhere: Path) -> 
         assert root.get("llm") is None
 
 
-def live_reply(request: LlmRequest) -> list[Chunk]:
+def live_reply(request: llm.LlmRequest) -> list[llm.Chunk]:
     """A live model: a tool call first, then an answer quoting the tool result."""
     last = request.messages[-1]
-    results = [b for b in last.content if isinstance(b, ToolResultBlock)]
+    results = [b for b in last.content if isinstance(b, llm.ToolResultBlock)]
     if results:
         return [
-            TextDelta(0, f"It said: {results[0].content}"),
-            UsageChunk(Usage(9, 4)),
-            Finish("stop"),
+            llm.TextDelta(0, f"It said: {results[0].content}"),
+            llm.UsageChunk(llm.Usage(9, 4)),
+            llm.Finish("stop"),
         ]
     # Quirks the assembler tolerates: no block-start, the id on the first fragment.
     return [
-        ToolCallDelta(0, "c1", '{"key": ', name="lookup"),
-        ToolCallDelta(0, None, f'"{last.text}"}}'),
-        Finish("tool-calls"),
+        llm.ToolCallDelta(0, "c1", '{"key": ', name="lookup"),
+        llm.ToolCallDelta(0, None, f'"{last.text}"}}'),
+        llm.Finish("tool-calls"),
     ]
 
 
@@ -223,7 +207,9 @@ def live_model(ctx: Context, config: None) -> Disposer:
     return ScriptedModel(respond=live_reply, models=["live"]).install(ctx)
 
 
-async def run_agent(model_plugin: Any, model_config: Any) -> tuple[list[str], list[Message], str]:
+async def run_agent(
+    model_plugin: Any, model_config: Any
+) -> tuple[list[str], list[llm.Message], str]:
     async with Context() as root:
         await root.plugin(AgentCore, {"model": "live"})
         await root.plugin(lookup_tool)
@@ -237,7 +223,9 @@ async def run_agent(model_plugin: Any, model_config: Any) -> tuple[list[str], li
 
 async def test_a_live_run_recorded_replays_the_same(tmp_path: Path) -> None:
     live_types, live_messages, text = await run_agent(live_model, None)
-    assert live_messages[-1] == Message("assistant", (TextBlock("It said: value of colour: 42"),))
+    assert live_messages[-1] == llm.Message(
+        "assistant", (llm.TextBlock("It said: value of colour: 42"),)
+    )
     assert live_types[-1] == "turn/end"
     path = tmp_path / "live.jsonl"
     path.write_text(text, encoding="utf-8")

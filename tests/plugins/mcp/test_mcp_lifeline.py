@@ -9,10 +9,10 @@ import pytest
 
 from tests.core.lifeline_support import kill_mid_call
 
-BACKENDS = pytest.mark.parametrize("backend", ["asyncio", "trio"])
+#: Every test here runs a victim dsh process on each backend.
+pytestmark = pytest.mark.parametrize("backend", ["asyncio", "trio"])
 
 
-@BACKENDS
 def test_sigkill_while_a_stdio_server_runs_kills_it_and_its_child(
     backend: str, tmp_path: Path
 ) -> None:

@@ -8,22 +8,21 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-import anyio
 import pytest
 from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 
 from dsh import Context
-from dsh.testing import Mark, ScriptedModel, Wait, failure, run_turn, text, tool_call, tool_calls
+from dsh.testing import ScriptedModel, failure, run_turn, text, tool_call, tool_calls
 from dsh_agent import HookDecision
 from dsh_agent_core import AgentCore
-from dsh_agent_loop import LoopAgent
 from dsh_otel import Otel
 from dsh_tools import Tool, ToolCall, ToolResult
 from tests.plugins.otel.otel_support import Spans, parent_of, span_id, trace_id
 from tests.plugins.tool_subagent.tool_subagent_support import subagent_rig
+from tests.support import MainRig, cancelled_while_streaming
 
 pytestmark = pytest.mark.anyio
 
@@ -39,14 +38,8 @@ async def echo(args: Args, call: ToolCall) -> str | ToolResult:
 
 
 @dataclass
-class Rig:
-    root: Context
-    model: ScriptedModel
+class Rig(MainRig):
     fiber: Any
-
-    @property
-    def agent(self) -> LoopAgent:
-        return cast("LoopAgent", self.root.agents.get("main"))
 
 
 @asynccontextmanager
@@ -186,12 +179,7 @@ async def test_an_aborted_turn_ends_its_spans_and_the_stream_reads_cancelled(
     host_spans: Spans,
 ) -> None:
     async with rig() as r:
-        started, hold = anyio.Event(), anyio.Event()
-        r.model.reply([Mark(started), Wait(hold)])
-        r.agent.send("go")
-        await started.wait()
-        r.agent.cancel()
-        await r.agent.when_idle()
+        await cancelled_while_streaming(r.model, r.agent, "go")
     chat = host_spans.one("chat m")
     assert chat.status.status_code is StatusCode.ERROR
     assert chat.attributes is not None

@@ -7,43 +7,28 @@ from typing import Any
 
 import pytest
 
-from dsh_llm import (
-    BlockEnd,
-    BlockStart,
-    Chunk,
-    Finish,
-    Message,
-    ReasoningBlock,
-    ReasoningDelta,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-    Usage,
-    UsageChunk,
-    chunk_to_json,
-)
+import dsh_llm as llm
 from dsh_session import CHUNKS_ROW, ChunkRun, EventLog, Session, SessionError, SessionEvent
 from tests.plugins.session.session_support import Clock, fresh
 
-STREAM: list[Chunk] = [
-    BlockStart(0, "reasoning"),
-    ReasoningDelta(0, "think"),
-    ReasoningDelta(0, "ing"),
-    BlockEnd(0),
-    TextDelta(1, "Hel"),
-    TextDelta(1, "lo"),
-    TextDelta(1, " you"),
-    ToolCallDelta(2, "c1", '{"a"', name="echo"),
-    ToolCallDelta(2, None, ": 1"),
-    ToolCallDelta(2, None, "}"),
-    BlockEnd(1),
-    UsageChunk(Usage(3, 4)),
-    Finish("stop"),
+STREAM: list[llm.Chunk] = [
+    llm.BlockStart(0, "reasoning"),
+    llm.ReasoningDelta(0, "think"),
+    llm.ReasoningDelta(0, "ing"),
+    llm.BlockEnd(0),
+    llm.TextDelta(1, "Hel"),
+    llm.TextDelta(1, "lo"),
+    llm.TextDelta(1, " you"),
+    llm.ToolCallDelta(2, "c1", '{"a"', name="echo"),
+    llm.ToolCallDelta(2, None, ": 1"),
+    llm.ToolCallDelta(2, None, "}"),
+    llm.BlockEnd(1),
+    llm.UsageChunk(llm.Usage(3, 4)),
+    llm.Finish("stop"),
 ]
 
 
-def streamed(session: Session, chunks: list[Chunk], turn: int = 1, step: int = 1) -> None:
+def streamed(session: Session, chunks: list[llm.Chunk], turn: int = 1, step: int = 1) -> None:
     for chunk in chunks:
         session.append_chunk(turn, step, chunk)
 
@@ -67,7 +52,7 @@ def test_a_streamed_step_reads_back_as_one_chunk_event_each() -> None:
     events = session.events
     assert len(events) == len(STREAM) + 2
     assert [e.seq for e in events] == list(range(len(events)))
-    assert chunk_json(session) == [chunk_to_json(c) for c in STREAM]
+    assert chunk_json(session) == [llm.chunk_to_json(c) for c in STREAM]
     assert {(e.type, e.data["turn"], e.data["step"]) for e in events[1:-1]} == {
         ("assistant/chunk", 1, 1)
     }
@@ -99,10 +84,10 @@ def test_an_open_run_reads_back_while_it_grows() -> None:
     (run,) = runs(session)
     assert run.open
     assert repr(run) == "<ChunkRun seq 0+3 open>"
-    assert session.events[2].data["chunk"] == chunk_to_json(STREAM[2])
-    assert chunk_json(session) == [chunk_to_json(c) for c in STREAM[:3]]
+    assert session.events[2].data["chunk"] == llm.chunk_to_json(STREAM[2])
+    assert chunk_json(session) == [llm.chunk_to_json(c) for c in STREAM[:3]]
     streamed(session, STREAM[3:])
-    assert chunk_json(session) == [chunk_to_json(c) for c in STREAM]
+    assert chunk_json(session) == [llm.chunk_to_json(c) for c in STREAM]
 
 
 def test_another_event_or_another_step_starts_a_new_run() -> None:
@@ -120,15 +105,19 @@ def test_another_event_or_another_step_starts_a_new_run() -> None:
     ]
     assert [e.seq for e in session.events] == list(range(8))
     assert session.events[2].type == "step/start"
-    assert session.events[4].data["chunk"] == chunk_to_json(STREAM[3])
+    assert session.events[4].data["chunk"] == llm.chunk_to_json(STREAM[3])
 
 
 def test_what_is_not_a_packable_delta_is_kept_as_it_came() -> None:
     seven: Any = 7
-    odd: list[Chunk] = [TextDelta(0, seven), ToolCallDelta(1, "", "x"), TextDelta(0, "a")]
+    odd: list[llm.Chunk] = [
+        llm.TextDelta(0, seven),
+        llm.ToolCallDelta(1, "", "x"),
+        llm.TextDelta(0, "a"),
+    ]
     session = fresh()
     streamed(session, odd)
-    assert chunk_json(session) == [chunk_to_json(c) for c in odd]
+    assert chunk_json(session) == [llm.chunk_to_json(c) for c in odd]
 
 
 def test_only_chunks_are_recorded() -> None:
@@ -158,10 +147,10 @@ def test_times_are_kept_to_the_millisecond_in_order_and_widen_as_needed() -> Non
     clock = Clock(1000.0)
     gaps = [0.0004, 0.3, 70.0, -5.0, 5_000_000.0, 0.001]
     with clock.installed():
-        session.append_chunk(1, 1, TextDelta(0, "first"))
+        session.append_chunk(1, 1, llm.TextDelta(0, "first"))
         for gap in gaps:
             clock.advance(gap)
-            session.append_chunk(1, 1, TextDelta(0, "x"))
+            session.append_chunk(1, 1, llm.TextDelta(0, "x"))
     times = [e.time for e in session.events]
     assert times == [
         1000.0,
@@ -179,7 +168,7 @@ def test_times_are_kept_to_the_millisecond_in_order_and_widen_as_needed() -> Non
 def test_long_deltas_keep_their_lengths() -> None:
     pieces = ["a" * 300, "b" * 70_000, "c"]
     session = fresh()
-    streamed(session, [TextDelta(0, p) for p in pieces])
+    streamed(session, [llm.TextDelta(0, p) for p in pieces])
     session.append("step/end", {"turn": 1, "step": 1})
     assert [c["text"] for c in chunk_json(session)] == pieces
     assert runs(session)[0].texts() == ["".join(pieces)]
@@ -204,9 +193,9 @@ def test_a_run_round_trips_through_its_stored_row() -> None:
     assert (data["turn"], data["step"]) == (2, 3)
     assert data["dt"] == [250] * (len(STREAM) - 1)
     # A delta that continues the one before it is stored as its bare text.
-    assert data["chunks"][1:3] == [chunk_to_json(STREAM[1]), "ing"]
-    assert data["chunks"][4:7] == [chunk_to_json(STREAM[4]), "lo", " you"]
-    assert data["chunks"][7:10] == [chunk_to_json(STREAM[7]), ": 1", "}"]
+    assert data["chunks"][1:3] == [llm.chunk_to_json(STREAM[1]), "ing"]
+    assert data["chunks"][4:7] == [llm.chunk_to_json(STREAM[4]), "lo", " you"]
+    assert data["chunks"][7:10] == [llm.chunk_to_json(STREAM[7]), ": 1", "}"]
     again = ChunkRun.from_json(row["seq"], row["time"], data)
     assert list(again) == list(run)
     assert again.to_json() == row
@@ -300,8 +289,8 @@ def test_a_session_takes_over_a_list_or_a_log_and_copies_anything_else() -> None
 # -- the history handed over --------------------------------------------------------------
 
 
-def user(text: str) -> tuple[dict[str, Any], Message]:
-    message = Message.user(text)
+def user(text: str) -> tuple[dict[str, Any], llm.Message]:
+    message = llm.Message.user(text)
     return {"turn": 1, "step": 1, "message": message.to_json()}, message
 
 
@@ -310,11 +299,18 @@ def test_messages_handed_to_append_are_taken_as_they_are() -> None:
     session.append("turn/start", {"turn": 1})
     data, message = user("hi")
     session.append("user/message", data, message=message)
-    answer = Message(
-        "assistant", (ReasoningBlock("hm"), TextBlock("yes"), ToolCallBlock("c", "t", "{}"))
+    answer = llm.Message(
+        "assistant",
+        (llm.ReasoningBlock("hm"), llm.TextBlock("yes"), llm.ToolCallBlock("c", "t", "{}")),
     )
-    step: list[Chunk] = [BlockStart(0, "reasoning"), ReasoningDelta(0, "h"), ReasoningDelta(0, "m")]
-    streamed(session, [*step, TextDelta(1, "yes"), TextDelta(2, "n"), TextDelta(2, "o")])
+    step: list[llm.Chunk] = [
+        llm.BlockStart(0, "reasoning"),
+        llm.ReasoningDelta(0, "h"),
+        llm.ReasoningDelta(0, "m"),
+    ]
+    streamed(
+        session, [*step, llm.TextDelta(1, "yes"), llm.TextDelta(2, "n"), llm.TextDelta(2, "o")]
+    )
     session.append(
         "assistant/message", {"turn": 1, "step": 1, "message": answer.to_json()}, message=answer
     )
@@ -340,7 +336,7 @@ def test_a_handed_over_message_counts_only_for_message_events() -> None:
     data, message = user("typed")
     session.append("tool/call", {"turn": 1, "call_id": "c", "name": "n"}, message=message)
     session.append("user/message", data)
-    empty = Message("assistant", ())
+    empty = llm.Message("assistant", ())
     session.append(
         "assistant/message", {"turn": 1, "step": 1, "message": empty.to_json()}, message=empty
     )
@@ -364,4 +360,4 @@ def test_a_stored_session_has_its_history_derived_when_it_is_made() -> None:
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     stored = Session(session.header, list(session.events))
     assert stored._derived == 3
-    assert stored.derive_messages() == [Message.user("again")]
+    assert stored.derive_messages() == [llm.Message.user("again")]

@@ -13,21 +13,23 @@ from dsh import cli
 from dsh.testing import write_deployment
 from dsh_llm import Usage
 from dsh_session import TITLE_CHARS, describe_session, short_title
-from tests.support import EXAMPLES, HELLO, echo_deployment, run_dsh, run_dsh_into_closed_pipe
+from tests.support import (
+    EXAMPLES,
+    HELLO,
+    JSONL_STORE,
+    echo_deployment,
+    first_stored_session,
+    run_dsh,
+    run_dsh_into_closed_pipe,
+    stored_echo_deployment,
+)
 
 
 def test_sessions_and_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
-    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
-    assert cli.main(["sessions", str(path)]) == 0
-    assert capsys.readouterr().out == "no stored sessions\n"
-    assert cli.main(["run", str(path), "-p", "echo one"]) == 0
-    capsys.readouterr()
-    assert cli.main(["sessions", str(path)]) == 0
-    line = capsys.readouterr().out
+    path = stored_echo_deployment(tmp_path, monkeypatch)
+    line = first_stored_session(path, capsys)
     session_id = line.split()[0]
     # The echo model reports 1 input token (one message) and 1 output token for its
     # tool call, then 10 and 5 (words) for "The echo tool returned: one".
@@ -113,9 +115,7 @@ def test_sessions_describe_open_turns_cwd_title_and_tokens() -> None:
 def test_resume_by_prefix_and_continue(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
-    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
+    path = stored_echo_deployment(tmp_path, monkeypatch)
     assert cli.main(["run", str(path), "--continue", "-p", "hi"]) == 1
     assert capsys.readouterr().err == (
         f"{path}: --continue: there is no stored session to continue (dsh sessions lists them)\n"
@@ -150,8 +150,7 @@ def test_resume_by_prefix_and_continue(
 
 
 def test_sessions_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
-    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
-    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
+    path = echo_deployment(tmp_path, "{model: echo-mock}", JSONL_STORE)
     assert run_dsh("run", str(path), "-p", "echo hi", cwd=tmp_path).returncode == 0
     done = run_dsh_into_closed_pipe("sessions", str(path), cwd=tmp_path)
     assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")
@@ -174,9 +173,7 @@ def test_sessions_and_resume_need_their_plugins(
 def test_continue_after_a_turn_that_got_no_answer_with_another_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
-    path = echo_deployment(tmp_path, "{model: unknown-model}", extra)
+    path = stored_echo_deployment(tmp_path, monkeypatch, "unknown-model")
     assert cli.main(["run", str(path), "-p", "echo lost"]) == 1
     session_id = capsys.readouterr().err.splitlines()[-1].removeprefix("session: ")
     assert cli.main(["run", str(path), "--continue", "-m", "echo-mock", "-p", "echo x"]) == 0

@@ -11,7 +11,8 @@ import json
 import logging
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,32 +21,31 @@ import pytest
 from dsh import Context, DshError
 from dsh_llm import Message
 from dsh_session import Session, Sessions
-from dsh_session_jsonl import (
-    FILE_NAME,
-    JsonlSessions,
-    SessionDataError,
-    SessionWriteError,
-)
+from dsh_session_jsonl import FILE_NAME, JsonlSessions, SessionDataError, SessionWriteError
 from tests.plugins.session_jsonl.jsonl_support import (
     event_record,
     file_records,
     jsonl_runtime,
     write_log,
 )
+from tests.plugins.session_store.store_support import append_user, chunk
 
 pytestmark = pytest.mark.anyio
 
 
-def append_user(session: Session, text: str, turn: int = 1) -> None:
-    session.append("user/message", {"turn": turn, "message": Message.user(text).to_json()})
-
-
-def chunk(session: Session, i: int) -> None:
-    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"i": i}})
-
-
 def seqs(path: Path) -> list[int]:
     return [record["seq"] for record in file_records(path)[1:]]
+
+
+@asynccontextmanager
+async def first_message_written(tmp_path: Path) -> AsyncIterator[tuple[Session, Path, int, Any]]:
+    """A store on ``tmp_path`` holding a new session whose user message ``first`` is
+    written: the session, its file, the file's size, and the backend."""
+    async with jsonl_runtime(tmp_path) as (_, sessions, plugin):
+        session = sessions.create()
+        append_user(session, "first")
+        path = tmp_path / session.id / FILE_NAME
+        yield session, path, path.stat().st_size, plugin
 
 
 def is_file(fd: int) -> bool:
@@ -172,11 +172,7 @@ async def test_without_fsync_nothing_is_synced(
 async def test_enospc_on_fsync_raises_cuts_back_and_a_retry_leaves_no_gap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with jsonl_runtime(tmp_path) as (_, sessions, plugin):
-        session = sessions.create()
-        append_user(session, "first")
-        path = tmp_path / session.id / FILE_NAME
-        size = path.stat().st_size
+    async with first_message_written(tmp_path) as (session, path, size, plugin):
         chunk(session, 0)
         fail_once(monkeypatch, "fsync")
         with pytest.raises(SessionWriteError) as info:
@@ -205,11 +201,7 @@ async def test_enospc_on_fsync_raises_cuts_back_and_a_retry_leaves_no_gap(
 async def test_a_short_write_then_eio_leaves_no_torn_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with jsonl_runtime(tmp_path) as (_, sessions, _):
-        session = sessions.create()
-        append_user(session, "first")
-        path = tmp_path / session.id / FILE_NAME
-        size = path.stat().st_size
+    async with first_message_written(tmp_path) as (session, path, size, _):
         real = os.write
         state = {"calls": 0}
 
@@ -234,11 +226,7 @@ async def test_a_short_write_then_eio_leaves_no_torn_record(
 async def test_a_failed_rollback_reports_both_errors_and_is_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with jsonl_runtime(tmp_path) as (_, sessions, _):
-        session = sessions.create()
-        append_user(session, "first")
-        path = tmp_path / session.id / FILE_NAME
-        size = path.stat().st_size
+    async with first_message_written(tmp_path) as (session, path, size, _):
         fail_once(monkeypatch, "fsync", errno.EIO)
         fail_once(monkeypatch, "ftruncate", errno.EROFS)
         with pytest.raises(SessionWriteError, match="failed too") as info:
@@ -307,25 +295,6 @@ async def test_write_errors_when_closing_are_logged(
             fail_once(monkeypatch, "write")
     assert "session 'closing': records lost when closing" in caplog.text
     assert seqs(tmp_path / "closing" / FILE_NAME) == [0]
-
-
-async def test_data_that_is_not_json_stops_persisting_the_session(tmp_path: Path) -> None:
-    async with jsonl_runtime(tmp_path) as (_, sessions, _):
-        session = sessions.create()
-        append_user(session, "first")
-        chunk(session, 0)
-        bad = {"turn": 1, "step": 1, "header": {"temperature": float("nan")}}
-        with pytest.raises(SessionDataError, match="carries data that is not JSON") as info:
-            session.append("request/header", bad)
-        assert info.value.code == "SESSION_DATA"
-        assert isinstance(info.value, TypeError)
-        assert f"cannot be persisted past seq {2}" in str(info.value)
-        with pytest.raises(SessionDataError):
-            append_user(session, "later")  # the file stays a gapless prefix
-    path = tmp_path / session.id / FILE_NAME
-    assert seqs(path) == [0, 1]
-    async with jsonl_runtime(tmp_path) as (_, sessions, _):
-        assert len((await sessions.resume(session.id)).events) == 2
 
 
 async def test_a_header_that_is_not_json_vetoes_the_session(tmp_path: Path) -> None:

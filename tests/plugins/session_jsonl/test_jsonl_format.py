@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm import Message, TextBlock, Usage
+from dsh_llm import Message
 from dsh_session import EVENT_TYPES, OpaqueEvent, SessionEvent
 from dsh_session._persistence import FIELDS
 from dsh_session_jsonl import (
@@ -258,48 +258,6 @@ def test_list_sessions_of_a_root_that_is_not_a_directory(tmp_path: Path) -> None
     root.write_text("x")
     with pytest.raises(SessionReadError, match="cannot list the session root"):
         list_sessions(root)
-
-
-def test_list_sessions_reads_the_title_and_sums_the_usage(tmp_path: Path) -> None:
-    def user(seq: int, text: str, **more: str) -> dict[str, object]:
-        data = {"turn": 1, "message": Message.user(text).to_json(), **more}
-        return event_record(seq, "user/message", data)
-
-    def answer(seq: int, usage: object = None, **more: str) -> dict[str, object]:
-        data: dict[str, object] = {
-            "turn": 1,
-            "step": 1,
-            "message": Message("assistant", (TextBlock("ok"),)).to_json(),
-            **more,
-        }
-        if usage is not None:
-            data["usage"] = usage
-        return event_record(seq, "assistant/message", data)
-
-    write_session_file(
-        tmp_path,
-        "s",
-        [
-            header_record("s"),
-            event_record(0, "turn/start", {"turn": 1}),
-            # A damaged first user message (not a valid message) is not the title. (No
-            # turn end follows it, so it is a damaged tail, not damaged history.)
-            event_record(1, "user/message", {"turn": 1, "message": "broken"}),
-            user(2, "x" * 300),
-            # Lines that only mention the types are not counted.
-            user(3, "a later one", usage="assistant/message"),
-            answer(4, {"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 5}),
-            answer(5, note="usage"),
-            answer(6, {"input_tokens": "many"}),
-            answer(7, {"input_tokens": 3, "output_tokens": 4}),
-        ],
-    )
-    (summary,) = list_sessions(tmp_path)
-    assert summary.title == "x" * 200
-    assert summary.usage == Usage(13, 6, 5, 0, 0)
-    write_session_file(tmp_path, "quiet", [header_record("quiet"), answer(0)])
-    quiet = next(s for s in list_sessions(tmp_path) if s.id == "quiet")
-    assert (quiet.title, quiet.usage) == (None, None)
 
 
 def test_the_listing_scan_stops_at_the_size_it_was_given(tmp_path: Path) -> None:

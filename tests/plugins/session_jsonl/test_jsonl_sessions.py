@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh import ConfigError, Context
+from dsh import ConfigError
 from dsh_llm import Message
-from dsh_session import Sessions
 from dsh_session_jsonl import (
     FILE_NAME,
     FORMAT_VERSION,
@@ -24,7 +23,12 @@ from dsh_session_jsonl import (
     check_session_id,
 )
 from tests.plugins.session_jsonl.jsonl_support import file_records, jsonl_runtime, write_log
-from tests.plugins.session_store.store_support import events_of, json_records, turn
+from tests.plugins.session_store.store_support import (
+    events_of,
+    json_records,
+    located_from_home,
+    turn,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -129,15 +133,10 @@ def test_good_ids_are_accepted() -> None:
 async def test_a_relative_root_is_taken_from_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    async with Context() as ctx:
-        await ctx.plugin(Sessions)
-        default = await ctx.plugin(JsonlSessions)
-        assert default.instance.root == tmp_path / ".dsh" / "sessions"
-        await default.dispose()
-        home = await ctx.plugin(JsonlSessions, {"root": "~/s", "fsync": False})
-        assert home.instance.root == tmp_path / "home" / "s"
+    at = located_from_home(
+        tmp_path, monkeypatch, JsonlSessions, key="root", default=".dsh/sessions", home="s"
+    )
+    async with at as (ctx, _):
         with pytest.raises(ConfigError, match="root"):
             await ctx.plugin(JsonlSessions, {"root": ""})
         with pytest.raises(ConfigError, match="nope"):

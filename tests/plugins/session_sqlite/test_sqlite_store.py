@@ -45,6 +45,7 @@ from tests.plugins.session_store.store_support import (
     chunk,
     entries,
     events_of,
+    located_from_home,
     turn,
 )
 
@@ -136,16 +137,12 @@ async def test_chunks_are_batched_and_each_commit_is_one_transaction(store: Sqli
 async def test_a_relative_path_is_taken_from_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    async with Context() as ctx:
-        await ctx.plugin(Sessions)
-        default = await ctx.plugin(SqliteSessions)
-        assert default.instance.path == tmp_path / ".dsh" / "sessions.db"
-        await default.dispose()
-        home = await ctx.plugin(SqliteSessions, {"path": "~/s.db", "fsync": False})
-        assert home.instance.path == tmp_path / "home" / "s.db"
-        assert repr(home.instance) == f"<SqliteSessions {tmp_path / 'home' / 's.db'} (0 live)>"
+    home_db = tmp_path / "home" / "s.db"
+    at = located_from_home(
+        tmp_path, monkeypatch, SqliteSessions, key="path", default=".dsh/sessions.db", home="s.db"
+    )
+    async with at as (ctx, home):
+        assert repr(home.instance) == f"<SqliteSessions {home_db} (0 live)>"
         for bad, key in [({"path": ""}, "path"), ({"busy_timeout_ms": -1}, "busy_timeout_ms")]:
             with pytest.raises(ConfigError, match=key):
                 await ctx.plugin(SqliteSessions, bad)
@@ -571,17 +568,11 @@ def test_dsh_sessions_lists_and_resumes_from_sqlite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from dsh import cli
-    from tests.support import echo_deployment
+    from tests.support import first_stored_session, stored_echo_deployment
 
-    monkeypatch.chdir(tmp_path)
-    extra = "- {id: store, name: session-sqlite, config: {path: stored.db}}\n"
-    path = echo_deployment(tmp_path, "{model: echo-mock}", extra)
-    assert cli.main(["sessions", str(path)]) == 0
-    assert capsys.readouterr().out == "no stored sessions\n"
-    assert cli.main(["run", str(path), "-p", "echo one"]) == 0
-    capsys.readouterr()
-    assert cli.main(["sessions", str(path)]) == 0
-    line = capsys.readouterr().out
+    store = "- {id: store, name: session-sqlite, config: {path: stored.db}}\n"
+    path = stored_echo_deployment(tmp_path, monkeypatch, store=store)
+    line = first_stored_session(path, capsys)
     session_id = line.split()[0]
     assert "  1 turn  tokens 11 in / 6 out  agent main  model echo-mock" in line
     assert line.endswith('  "echo one"\n')

@@ -10,13 +10,18 @@ neutral form of records: ``{"seq", "type", "time", "data"}`` dicts, or
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+
+import pytest
 
 from dsh import Context, Fiber
 from dsh_llm import Message, TextBlock, ToolCallBlock
@@ -271,15 +276,20 @@ class SqliteStore(Store):
         return index
 
     def raw(self, session_id: str) -> object:
+        return self._events(session_id)
+
+    def _events(self, session_id: str) -> list[tuple[int, str, float, str]]:
+        """The event rows of ``session_id``: (seq, type, time, data as JSON text)."""
         connection = self.connect()
         try:
-            return connection.execute(
+            rows: list[tuple[int, str, float, str]] = connection.execute(
                 "SELECT seq, type, time, data FROM events JOIN sessions ON session = key "
                 "WHERE id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
         finally:
             connection.close()
+        return rows
 
     def connect(self) -> sqlite3.Connection:
         """A connection of the test's own, creating the database (and its schema)."""
@@ -326,15 +336,7 @@ class SqliteStore(Store):
             connection.close()
 
     def records(self, session_id: str) -> list[Record]:
-        connection = self.connect()
-        try:
-            rows = connection.execute(
-                "SELECT seq, type, time, data FROM events JOIN sessions ON session = key "
-                "WHERE id = ? ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-        finally:
-            connection.close()
+        rows = self._events(session_id)
         return [{"seq": s, "type": t, "time": w, "data": json.loads(d)} for s, t, w, d in rows]
 
     def header(self, session_id: str) -> Record:
@@ -457,3 +459,50 @@ def chunk(session: Session, i: int) -> None:
 def entries(path: Path) -> list[str]:
     """The names in directory ``path``, sorted."""
     return sorted(p.name for p in path.iterdir())
+
+
+@asynccontextmanager
+async def located_from_home(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    plugin: type[Any],
+    *,
+    key: str,
+    default: str,
+    home: str,
+) -> AsyncIterator[tuple[Context, Any]]:
+    """With ``tmp_path`` the current directory and ``tmp_path/home`` the home: the store
+    ``plugin`` started without config keeps its sessions at ``default`` (relative to the
+    current directory); started again with ``{key: "~/" + home}``, under the home. The
+    context and that second store, running."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    async with Context() as ctx:
+        await ctx.plugin(Sessions)
+        first = await ctx.plugin(plugin)
+        assert getattr(first.instance, key) == tmp_path / default
+        await first.dispose()
+        store = await ctx.plugin(plugin, {key: f"~/{home}", "fsync": False})
+        assert getattr(store.instance, key) == tmp_path / "home" / home
+        yield ctx, store
+
+
+def sigkill_once_it_says(
+    tmp_path: Path, driver: str, deployment: Path, line: str, *, stdin: bool = False
+) -> None:
+    """Run the script ``driver`` (written to ``tmp_path``) on ``deployment`` in
+    ``tmp_path`` and SIGKILL it once it has printed ``line`` (with ``stdin``, its stdin
+    is a pipe the test never writes to)."""
+    (tmp_path / "driver.py").write_text(driver)
+    command = [sys.executable, str(tmp_path / "driver.py"), str(deployment)]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    if stdin:
+        pipes["stdin"] = subprocess.PIPE
+    with subprocess.Popen(command, cwd=tmp_path, text=True, **pipes) as child:  # type: ignore[call-overload]
+        try:
+            said = child.stdout.readline()
+            assert said == f"{line}\n", child.stderr.read()
+            child.send_signal(signal.SIGKILL)
+        finally:
+            child.kill()
+        assert child.wait() == -signal.SIGKILL

@@ -5,9 +5,6 @@ store, across a restart and a SIGKILL."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +19,7 @@ from dsh_session import (
     check_event,
     fold_meta,
 )
-from tests.plugins.session_store.store_support import Broken, Store
+from tests.plugins.session_store.store_support import Broken, Store, sigkill_once_it_says
 from tests.support import echo_deployment
 
 REWOUND = [{"session": "n1", "turn": 2}]
@@ -147,17 +144,7 @@ anyio.run(main, sys.argv[1])
 def kill_while_amending(store: Store, tmp_path: Path) -> None:
     """Run :data:`DRIVER` on ``store`` and SIGKILL it once it has amended once."""
     yml = echo_deployment(tmp_path, "{model: echo-mock}", store.yaml_entry())
-    (tmp_path / "driver.py").write_text(DRIVER)
-    command = [sys.executable, str(tmp_path / "driver.py"), str(yml)]
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    with subprocess.Popen(command, cwd=tmp_path, text=True, **pipes) as child:  # type: ignore[call-overload]
-        try:
-            line = child.stdout.readline()
-            assert line == "READY\n", child.stderr.read()
-            child.send_signal(signal.SIGKILL)
-        finally:
-            child.kill()
-        assert child.wait() == -signal.SIGKILL
+    sigkill_once_it_says(tmp_path, DRIVER, yml, "READY")
 
 
 @pytest.mark.anyio

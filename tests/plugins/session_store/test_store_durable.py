@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dsh import Context
 from dsh_session import DURABLE_EVENTS, META_EVENT, Sessions
-from tests.plugins.session_store.store_support import Store
+from tests.plugins.session_store.store_support import Store, sigkill_once_it_says
 from tests.support import echo_deployment
 
 #: What is durable before any declaration: the built-in commit types and session/meta.
@@ -47,17 +44,7 @@ def test_a_checkpoint_survives_a_sigkill_right_after_it_is_written(
     yml = echo_deployment(
         tmp_path, "{model: echo-mock}", f"{store.yaml_entry()}\n        {compaction}"
     )
-    (tmp_path / "driver.py").write_text(DRIVER)
-    command = [sys.executable, str(tmp_path / "driver.py"), str(yml)]
-    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    with subprocess.Popen(command, cwd=tmp_path, text=True, **pipes) as child:  # type: ignore[call-overload]
-        try:
-            line = child.stdout.readline()
-            assert line == "WRITTEN\n", child.stderr.read()
-            child.send_signal(signal.SIGKILL)
-        finally:
-            child.kill()
-        assert child.wait() == -signal.SIGKILL
+    sigkill_once_it_says(tmp_path, DRIVER, yml, "WRITTEN", stdin=True)
     assert store.exists("ckpt")
     assert [r["type"] for r in store.records("ckpt")] == ["turn/start", "compaction/checkpoint"]
 

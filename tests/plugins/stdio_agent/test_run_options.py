@@ -18,6 +18,7 @@ from tests.support import (
     echo_deployment,
     run_dsh,
     run_dsh_into_closed_pipe,
+    stored_echo_deployment,
     without_session_line,
 )
 
@@ -78,14 +79,6 @@ def test_piped_context_in_a_subprocess(tmp_path: Path) -> None:
     message = "review this\n\n<stdin>\ndef main():\n    pass\n</stdin>"
     assert done.stdout == YOU_SAID.format(message)
     assert without_session_line(done.stderr) == ""
-
-
-def stored_echo_deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str) -> Path:
-    """The echo deployment on ``model``, storing its sessions under ``tmp_path/stored``
-    (the current directory)."""
-    monkeypatch.chdir(tmp_path)
-    extra = "- {id: store, name: session-jsonl, config: {root: stored}}\n"
-    return echo_deployment(tmp_path, f"{{model: {model}}}", extra)
 
 
 def test_model_overrides_the_agents_model_and_the_header_records_it(

@@ -28,15 +28,7 @@ from dsh_system_prompt import (
     render_prompt,
 )
 from dsh_system_prompt import _render as render_module
-from tests.plugins.system_prompt.sp_support import (
-    BUILTINS,
-    CallNext,
-    provider,
-    schema,
-    section_names,
-    start_system_prompt,
-    tool_names,
-)
+from tests.plugins.system_prompt import sp_support
 from tests.plugins.tools.tools_support import make_tool, tools_runtime
 from tests.support import IDENT
 
@@ -48,11 +40,11 @@ pytestmark = pytest.mark.anyio
 
 async def test_a_section_change_shows_in_the_next_assembly() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
-        assert section_names(await sp.assemble()) == BUILTINS
+        sp = await sp_support.start_system_prompt(root, persona="P")
+        assert sp_support.section_names(await sp.assemble()) == sp_support.BUILTINS
         added = sp.section(PromptSection(name="rules", order=1, text="Rules."))
         assembly = await sp.assemble()
-        assert section_names(assembly) == [*BUILTINS, "rules"]
+        assert sp_support.section_names(assembly) == [*sp_support.BUILTINS, "rules"]
         assert render_prompt(await sp.assemble()) == f"{IDENT}\n\nP\n\nRules."
         await added()
         assert render_prompt(await sp.assemble()) == f"{IDENT}\n\nP"
@@ -60,18 +52,18 @@ async def test_a_section_change_shows_in_the_next_assembly() -> None:
 
 async def test_a_tool_provider_change_shows_in_the_next_assembly() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
-        first = sp.tools(provider("read"))
-        assert tool_names(await sp.assemble()) == ["read"]
-        sp.tools(provider("bash"))
-        assert tool_names(await sp.assemble()) == ["bash", "read"]
+        sp = await sp_support.start_system_prompt(root)
+        first = sp.tools(sp_support.provider("read"))
+        assert sp_support.tool_names(await sp.assemble()) == ["read"]
+        sp.tools(sp_support.provider("bash"))
+        assert sp_support.tool_names(await sp.assemble()) == ["bash", "read"]
         await first()
-        assert tool_names(await sp.assemble()) == ["bash"]
+        assert sp_support.tool_names(await sp.assemble()) == ["bash"]
 
 
 async def test_a_variable_provider_change_shows_in_the_next_assembly() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="on {{model}}")
+        sp = await sp_support.start_system_prompt(root, persona="on {{model}}")
         with pytest.raises(PromptRenderError, match="unknown prompt variable"):
             render_prompt(await sp.assemble())
         model = sp.variable("model", lambda context: "m1")
@@ -85,7 +77,7 @@ async def test_a_dynamic_value_shows_at_every_assembly() -> None:
     # Providers are called by every assembly: nothing caches their values.
     counter = iter(range(100))
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="step {{n}}")
+        sp = await sp_support.start_system_prompt(root, persona="step {{n}}")
         sp.variable("n", lambda context: str(next(counter)))
         sp.section(PromptSection(name="clock", order=1, text=lambda c: f"t{next(counter)}"))
         assert render_prompt(await sp.assemble()) == f"{IDENT}\n\nstep 0\n\nt1"
@@ -98,19 +90,19 @@ async def test_a_tool_and_a_restriction_change_show_in_the_next_assembly() -> No
         agent = create_scope(root, object())
         context = AssembleContext(scope=agent.key)
         tools.register(make_tool("read"))
-        assert tool_names(await sp.assemble(context)) == ["read"]
+        assert sp_support.tool_names(await sp.assemble(context)) == ["read"]
         tools.register(make_tool("bash"))
-        assert tool_names(await sp.assemble(context)) == ["bash", "read"]
+        assert sp_support.tool_names(await sp.assemble(context)) == ["bash", "read"]
         hidden = agent.ctx.tools.restrict(deny=["bash"])
-        assert tool_names(await sp.assemble(context)) == ["read"]
-        assert tool_names(await sp.assemble()) == ["bash", "read"]  # the global view
+        assert sp_support.tool_names(await sp.assemble(context)) == ["read"]
+        assert sp_support.tool_names(await sp.assemble()) == ["bash", "read"]  # the global view
         await hidden()
-        assert tool_names(await sp.assemble(context)) == ["bash", "read"]
+        assert sp_support.tool_names(await sp.assemble(context)) == ["bash", "read"]
 
 
 async def test_a_change_in_one_scope_keeps_the_other_views() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         one, two = create_scope(root, "one"), create_scope(root, "two")
         one.ctx.system_prompt.section(PromptSection(name="a", order=1, text="A"))
         two.ctx.system_prompt.section(PromptSection(name="b", order=1, text="B"))
@@ -118,8 +110,8 @@ async def test_a_change_in_one_scope_keeps_the_other_views() -> None:
         await sp.assemble(AssembleContext(scope="two"))
         view = sp._scoped[id("two")][1].view
         one.ctx.system_prompt.section(PromptSection(name="c", order=2, text="C"))
-        assert section_names(await sp.assemble(AssembleContext(scope="one"))) == [
-            *BUILTINS,
+        assert sp_support.section_names(await sp.assemble(AssembleContext(scope="one"))) == [
+            *sp_support.BUILTINS,
             "a",
             "c",
         ]
@@ -131,9 +123,9 @@ async def test_a_change_in_one_scope_keeps_the_other_views() -> None:
 
 
 async def cached_assembly(root: dsh.Context) -> PromptAssembly:
-    sp = await start_system_prompt(root, persona="P {{v}}")
+    sp = await sp_support.start_system_prompt(root, persona="P {{v}}")
     sp.variable("v", lambda c: "x")
-    sp.tools(lambda c: ToolProviderResult(schemas=[schema("echo")]))
+    sp.tools(lambda c: ToolProviderResult(schemas=[sp_support.schema("echo")]))
     return await sp.assemble()
 
 
@@ -183,10 +175,10 @@ async def test_extra_attributes_survive_a_copy() -> None:
 
 async def test_a_listener_reading_the_sections_renders_what_it_left() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
+        sp = await sp_support.start_system_prompt(root, persona="P")
 
         async def edit(
-            assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+            assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
         ) -> PromptAssembly:
             assembly.sections[1].text = "edited"
             return await call_next()
@@ -197,7 +189,7 @@ async def test_a_listener_reading_the_sections_renders_what_it_left() -> None:
 
 async def test_an_unread_assembly_reports_render_errors_by_section() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="on {{model}}")
+        sp = await sp_support.start_system_prompt(root, persona="on {{model}}")
         sp.section(PromptSection(name="late", order=1, text=lambda c: "{{Bad}}"))
         with pytest.raises(PromptRenderError, match='in section "deployment:persona"'):
             render_prompt(await sp.assemble())
@@ -208,7 +200,7 @@ async def test_an_unread_assembly_reports_render_errors_by_section() -> None:
 
 async def test_a_text_function_returning_a_non_string_fails_as_before() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="odd", order=1, text=lambda c: 42))  # type: ignore[arg-type,return-value]
         with pytest.raises(AttributeError):
             render_prompt(await sp.assemble())

@@ -27,15 +27,7 @@ from dsh_system_prompt import (
     ToolSchema,
     render_prompt,
 )
-from tests.plugins.system_prompt.sp_support import (
-    BUILTINS,
-    CallNext,
-    provider,
-    schema,
-    section_names,
-    start_system_prompt,
-    tool_names,
-)
+from tests.plugins.system_prompt import sp_support
 from tests.support import IDENT
 
 pytestmark = pytest.mark.anyio
@@ -56,16 +48,16 @@ def constant(value: str | None) -> Callable[[AssembleContext], str | None]:
 async def test_sections_tools_and_variables_of_one_assembly() -> None:
     # Scenario 3.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
+        sp = await sp_support.start_system_prompt(root, persona="P")
         sp.section(PromptSection(name="cwd", order=20, text=lambda c: "In /srv."))
         sp.section(PromptSection(name="rules", order=10, text="Rules."))
-        sp.tools(provider("echo"))
+        sp.tools(sp_support.provider("echo"))
         assembly = await sp.assemble()
-        assert section_names(assembly) == [*BUILTINS, "rules", "cwd"]
+        assert sp_support.section_names(assembly) == [*sp_support.BUILTINS, "rules", "cwd"]
         assert [s.text for s in assembly.sections[2:]] == ["Rules.", "In /srv."]
         assert [s.order for s in assembly.sections] == [-100, 0, 10, 20]
         assert all(type(s) is AssembledSection for s in assembly.sections)
-        assert tool_names(assembly) == ["echo"]
+        assert sp_support.tool_names(assembly) == ["echo"]
         assert assembly.variables == {}
         assert render_prompt(assembly) == f"{IDENT}\n\nP\n\nRules.\n\nIn /srv."
 
@@ -74,14 +66,14 @@ async def test_order_bands_and_ties() -> None:
     # Negative orders render before the persona, below -100 before the identity;
     # equal orders keep registration order (not name order).
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
+        sp = await sp_support.start_system_prompt(root, persona="P")
         sp.section(PromptSection(name="tie-z", order=150, text="z"))
         sp.section(PromptSection(name="tie-a", order=150, text="a"))
         sp.section(PromptSection(name="first", order=-200, text="f"))
         sp.section(PromptSection(name="pre-persona", order=-0.5, text="p"))
         sp.section(PromptSection(name="tool:bash", order=100, text="b"))
         assembly = await sp.assemble()
-        assert section_names(assembly) == [
+        assert sp_support.section_names(assembly) == [
             "first",
             "harness:identity",
             "pre-persona",
@@ -101,7 +93,7 @@ async def test_text_function_receives_the_context_and_reruns() -> None:
         return f"call {len(calls)} for {context.agent or 'nobody'}"
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="who", order=1, text=text))
         alice = AssembleContext(agent="alice")
         first = await sp.assemble(alice)
@@ -128,7 +120,7 @@ async def test_providers_receive_exactly_one_positional_argument() -> None:
         return "v"
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="t", order=1, text=text))
         sp.tools(tools)
         sp.variable("v", variable)
@@ -151,7 +143,7 @@ async def test_providers_receive_exactly_one_positional_argument() -> None:
 async def test_assemble_none_is_a_bare_assembly() -> None:
     seen: list[AssembleContext] = []
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
 
         def record(context: AssembleContext) -> str:
             seen.append(context)
@@ -165,7 +157,7 @@ async def test_assemble_none_is_a_bare_assembly() -> None:
 async def test_variables_follow_their_provider() -> None:
     # Scenario 13.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         d = sp.variable("who", lambda c: None if c.agent is None else str(c.agent))
         assert (await sp.assemble(AssembleContext(agent="alice"))).variables == {"who": "alice"}
         assert (await sp.assemble()).variables == {"who": None}
@@ -175,7 +167,7 @@ async def test_variables_follow_their_provider() -> None:
 
 async def test_variables_keep_registration_order() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         for name in ("zeta", "alpha", "mid"):
             sp.variable(name, constant(name.upper()))
         assert list((await sp.assemble()).variables.items()) == [
@@ -189,7 +181,7 @@ async def test_variable_registered_while_resolving_is_resolved() -> None:
     # Variables are iterated live: a provider added by another provider during the
     # loop is called in the same assembly.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         added: list[dsh.Disposer] = []
 
         def first(context: AssembleContext) -> str:
@@ -204,23 +196,23 @@ async def test_variable_registered_while_resolving_is_resolved() -> None:
 async def test_tool_provider_added_during_evaluation_joins_next_assembly() -> None:
     # Scenario 12: the provider list is a snapshot.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         added: list[dsh.Disposer] = []
 
         def first(context: AssembleContext) -> ToolProviderResult:
             if not added:
-                added.append(sp.tools(provider("late")))
-            return ToolProviderResult(schemas=[schema("first")])
+                added.append(sp.tools(sp_support.provider("late")))
+            return ToolProviderResult(schemas=[sp_support.schema("first")])
 
         sp.tools(first)
-        assert tool_names(await sp.assemble()) == ["first"]
-        assert tool_names(await sp.assemble()) == ["first", "late"]
+        assert sp_support.tool_names(await sp.assemble()) == ["first"]
+        assert sp_support.tool_names(await sp.assemble()) == ["first", "late"]
 
 
 async def test_persona_template_renders_with_variables() -> None:
     # Scenario 15.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="You run on {{model}} in {{cwd}}.")
+        sp = await sp_support.start_system_prompt(root, persona="You run on {{model}} in {{cwd}}.")
         sp.variable("model", lambda c: "deepseek-v4")
         sp.variable("cwd", lambda c: "/srv/app")
         assembly = await sp.assemble()
@@ -231,7 +223,7 @@ async def test_persona_template_renders_with_variables() -> None:
 async def test_render_errors_name_the_persona_section() -> None:
     # Scenarios 17 and 18, through the service's own persona section.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="on {{modle}}")
+        sp = await sp_support.start_system_prompt(root, persona="on {{modle}}")
         with pytest.raises(PromptRenderError) as info:
             render_prompt(await sp.assemble())
         assert str(info.value) == (
@@ -243,7 +235,7 @@ async def test_render_errors_name_the_persona_section() -> None:
             render_prompt(await sp.assemble())
         assert str(info.value).endswith("registered variables: model")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="in {{cwd}}")
+        sp = await sp_support.start_system_prompt(root, persona="in {{cwd}}")
         sp.variable("cwd", lambda c: None)
         with pytest.raises(PromptRenderError) as info:
             render_prompt(await sp.assemble())
@@ -255,7 +247,7 @@ async def test_render_errors_name_the_persona_section() -> None:
 
 async def test_provider_errors_reach_the_caller() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
 
         def broken(context: AssembleContext) -> str:
             raise LookupError("no model yet")
@@ -280,7 +272,7 @@ async def test_mutating_an_assembly_never_leaks_into_the_next() -> None:
     pristine = copy.deepcopy(stored)
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
+        sp = await sp_support.start_system_prompt(root, persona="P")
         sp.section(PromptSection(name="rules", order=1, text="Rules."))
         sp.variable("model", lambda c: "m")
         sp.tools(lambda c: ToolProviderResult(schemas=[stored]))
@@ -305,14 +297,14 @@ async def test_mutating_an_assembly_never_leaks_into_the_next() -> None:
 
 async def test_listener_mutations_never_leak_into_the_next_assembly() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
-        sp.tools(provider("echo"))
+        sp = await sp_support.start_system_prompt(root, persona="P")
+        sp.tools(sp_support.provider("echo"))
         sp.variable("model", lambda c: "m")
         expected = await sp.assemble()
         mutate = [True]
 
         async def vandal(
-            assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+            assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
         ) -> PromptAssembly:
             if mutate[0]:
                 assembly.sections[1].text = "vandalised"
@@ -334,7 +326,7 @@ async def test_tool_schemas_are_copied_to_plain_schemas() -> None:
         secret: str = "hidden"
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         rich = RichSchema(name="echo", description="d", parameters={"type": "object"})
         sp.tools(lambda c: ToolProviderResult(schemas=[rich]))
         (tool,) = (await sp.assemble()).tools
@@ -350,7 +342,7 @@ async def test_non_json_parameter_values_are_still_deep_copied() -> None:
 
     marker = Marker()
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         schema = ToolSchema(name="echo", description="d", parameters={"x": [marker]})
         sp.tools(lambda c: ToolProviderResult(schemas=[schema]))
         (tool,) = (await sp.assemble()).tools
@@ -369,7 +361,7 @@ async def test_waterfall_sees_caller_context_and_earlier_mutations() -> None:
     seen: dict[str, Any] = {}
 
     async def listener_a(
-        assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+        assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
     ) -> PromptAssembly:
         seen["a_context"] = context
         seen["a_assembly"] = assembly
@@ -377,24 +369,24 @@ async def test_waterfall_sees_caller_context_and_earlier_mutations() -> None:
         return await call_next()
 
     async def listener_b(
-        assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+        assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
     ) -> PromptAssembly:
-        seen["b_names"] = section_names(assembly)
+        seen["b_names"] = sp_support.section_names(assembly)
         seen["b_assembly"] = assembly
         return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="base", order=10, text="Base."))
         root.on("system-prompt/assemble", listener_a)
         root.on("system-prompt/assemble", listener_b)
         context = AssembleContext(agent="alice")
         result = await sp.assemble(context)
         assert seen["a_context"] is context
-        assert seen["b_names"] == [*BUILTINS, "base", "from-a"]
+        assert seen["b_names"] == [*sp_support.BUILTINS, "base", "from-a"]
         assert seen["a_assembly"] is seen["b_assembly"] is result
         # Appended sections are not re-sorted, whatever their order.
-        assert section_names(result) == [*BUILTINS, "base", "from-a"]
+        assert sp_support.section_names(result) == [*sp_support.BUILTINS, "base", "from-a"]
 
 
 async def test_waterfall_appended_tools_are_not_resorted() -> None:
@@ -402,17 +394,17 @@ async def test_waterfall_appended_tools_are_not_resorted() -> None:
     seen: list[list[str]] = []
 
     async def listener(
-        assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+        assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
     ) -> PromptAssembly:
-        seen.append(tool_names(assembly))
-        assembly.tools.append(schema("aaa"))
+        seen.append(sp_support.tool_names(assembly))
+        assembly.tools.append(sp_support.schema("aaa"))
         return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
-        sp.tools(provider("zulu", "bravo"))
+        sp = await sp_support.start_system_prompt(root)
+        sp.tools(sp_support.provider("zulu", "bravo"))
         root.on("system-prompt/assemble", listener)
-        assert tool_names(await sp.assemble()) == ["bravo", "zulu", "aaa"]
+        assert sp_support.tool_names(await sp.assemble()) == ["bravo", "zulu", "aaa"]
         assert seen == [["bravo", "zulu"]]
 
 
@@ -421,19 +413,19 @@ async def test_waterfall_short_circuit_with_empty_assembly() -> None:
     later: list[str] = []
 
     def short(
-        assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+        assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
     ) -> PromptAssembly:
         return PromptAssembly(sections=[], tools=[], variables={})
 
     async def never(
-        assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+        assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
     ) -> PromptAssembly:
         later.append("called")
         return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
-        sp.tools(provider("echo"))
+        sp = await sp_support.start_system_prompt(root, persona="P")
+        sp.tools(sp_support.provider("echo"))
         root.on("system-prompt/assemble", short)
         root.on("system-prompt/assemble", never)
         result = await sp.assemble()
@@ -448,13 +440,13 @@ async def test_waterfall_replacement_is_authoritative() -> None:
     )
 
     async def replace(
-        assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+        assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
     ) -> PromptAssembly:
         await call_next()
         return replacement
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         root.on("system-prompt/assemble", replace)
         assert await sp.assemble() is replacement
 
@@ -462,13 +454,13 @@ async def test_waterfall_replacement_is_authoritative() -> None:
 async def test_waterfall_extra_variable_renders() -> None:
     # Scenario 16.
     async def extra(
-        assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+        assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
     ) -> PromptAssembly:
         assembly.variables["extra"] = "from a listener"
         return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="Extra: {{extra}}.")
+        sp = await sp_support.start_system_prompt(root, persona="Extra: {{extra}}.")
         root.on("system-prompt/assemble", extra)
         assert render_prompt(await sp.assemble()) == f"{IDENT}\n\nExtra: from a listener."
 
@@ -478,7 +470,7 @@ async def test_waterfall_prepend_runs_first() -> None:
 
     def make(tag: str) -> Callable[..., Awaitable[PromptAssembly]]:
         async def listener(
-            assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+            assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
         ) -> PromptAssembly:
             order.append(tag)
             return await call_next()
@@ -486,7 +478,7 @@ async def test_waterfall_prepend_runs_first() -> None:
         return listener
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         root.on("system-prompt/assemble", make("normal"))
         root.on("system-prompt/assemble", make("prepended"), prepend=True)
         await sp.assemble()
@@ -495,17 +487,17 @@ async def test_waterfall_prepend_runs_first() -> None:
 
 async def test_waterfall_listener_error_reaches_the_caller() -> None:
     def broken(
-        assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+        assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
     ) -> PromptAssembly:
         raise RuntimeError("listener broke")
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         d = root.on("system-prompt/assemble", broken)
         with pytest.raises(RuntimeError, match="listener broke"):
             await sp.assemble()
         await d()
-        assert section_names(await sp.assemble()) == BUILTINS
+        assert sp_support.section_names(await sp.assemble()) == sp_support.BUILTINS
 
 
 # --- tool order through the service -----------------------------------------------------------
@@ -514,27 +506,34 @@ async def test_waterfall_listener_error_reaches_the_caller() -> None:
 async def test_default_tool_order_is_by_name() -> None:
     # Scenario 25: regardless of registration order, across providers.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
-        sp.tools(provider("charlie"))
-        sp.tools(provider("alpha"))
-        sp.tools(provider("bravo"))
-        assert tool_names(await sp.assemble()) == ["alpha", "bravo", "charlie"]
+        sp = await sp_support.start_system_prompt(root)
+        sp.tools(sp_support.provider("charlie"))
+        sp.tools(sp_support.provider("alpha"))
+        sp.tools(sp_support.provider("bravo"))
+        assert sp_support.tool_names(await sp.assemble()) == ["alpha", "bravo", "charlie"]
 
 
 async def test_configured_tool_order() -> None:
     # Scenario 26.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, tool_order=["todo_write", REST, "bash"])
-        sp.tools(provider("bash", "echo_b"))
-        sp.tools(provider("todo_write", "echo_a"))
-        assert tool_names(await sp.assemble()) == ["todo_write", "echo_a", "echo_b", "bash"]
+        sp = await sp_support.start_system_prompt(root, tool_order=["todo_write", REST, "bash"])
+        sp.tools(sp_support.provider("bash", "echo_b"))
+        sp.tools(sp_support.provider("todo_write", "echo_a"))
+        assert sp_support.tool_names(await sp.assemble()) == [
+            "todo_write",
+            "echo_a",
+            "echo_b",
+            "bash",
+        ]
 
 
 async def test_tool_order_naming_unknown_tools_rejects_assemble() -> None:
     # Scenario 27.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, tool_order=["todo_write", "ghost", REST, "wraith"])
-        sp.tools(provider("bash", "todo_write"))
+        sp = await sp_support.start_system_prompt(
+            root, tool_order=["todo_write", "ghost", REST, "wraith"]
+        )
+        sp.tools(sp_support.provider("bash", "todo_write"))
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
         assert str(info.value) == (
@@ -545,7 +544,7 @@ async def test_tool_order_naming_unknown_tools_rejects_assemble() -> None:
 async def test_tool_order_with_no_tools_registered() -> None:
     # Scenario 27, second half.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, tool_order=["ghost", REST])
+        sp = await sp_support.start_system_prompt(root, tool_order=["ghost", REST])
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
         assert str(info.value) == 'tool_order lists unregistered tool "ghost"; known tools: (none)'
@@ -555,8 +554,8 @@ async def test_tool_order_with_no_tools_registered() -> None:
 async def test_reserved_tool_name_rejects_assemble(tool_order: list[str] | None) -> None:
     # Scenario 28.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, tool_order=tool_order)
-        d = sp.tools(provider("echo", REST))
+        sp = await sp_support.start_system_prompt(root, tool_order=tool_order)
+        d = sp.tools(sp_support.provider("echo", REST))
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
         assert str(info.value) == (
@@ -564,16 +563,16 @@ async def test_reserved_tool_name_rejects_assemble(tool_order: list[str] | None)
             "(reserved for tool_order's rest entry)"
         )
         await d()
-        assert tool_names(await sp.assemble()) == []
+        assert sp_support.tool_names(await sp.assemble()) == []
 
 
 async def test_tool_sort_is_stable_across_providers() -> None:
     # Scenario 29.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
-        sp.tools(lambda c: ToolProviderResult(schemas=[schema("dup", "first")]))
-        sp.tools(lambda c: ToolProviderResult(schemas=[schema("anchor", "anchor")]))
-        sp.tools(lambda c: ToolProviderResult(schemas=[schema("dup", "second")]))
+        sp = await sp_support.start_system_prompt(root)
+        sp.tools(lambda c: ToolProviderResult(schemas=[sp_support.schema("dup", "first")]))
+        sp.tools(lambda c: ToolProviderResult(schemas=[sp_support.schema("anchor", "anchor")]))
+        sp.tools(lambda c: ToolProviderResult(schemas=[sp_support.schema("dup", "second")]))
         assembly = await sp.assemble()
         assert [t.description for t in assembly.tools] == ["anchor", "first", "second"]
 
@@ -581,17 +580,17 @@ async def test_tool_sort_is_stable_across_providers() -> None:
 async def test_known_names_widen_the_tool_order_universe() -> None:
     # Scenario 38: a known but restricted-away tool is a normal absence.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, tool_order=["bash", REST])
-        sp.tools(provider("read", known=["read", "bash"]))
-        assert tool_names(await sp.assemble()) == ["read"]
+        sp = await sp_support.start_system_prompt(root, tool_order=["bash", REST])
+        sp.tools(sp_support.provider("read", known=["read", "bash"]))
+        assert sp_support.tool_names(await sp.assemble()) == ["read"]
 
 
 async def test_known_names_list_in_tool_order_errors() -> None:
     # Scenario 38: a typo lists the whole known universe, from every provider.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, tool_order=["basj", REST])
-        sp.tools(provider("read", known=["read", "bash"]))
-        sp.tools(provider("todo_write"))
+        sp = await sp_support.start_system_prompt(root, tool_order=["basj", REST])
+        sp.tools(sp_support.provider("read", known=["read", "bash"]))
+        sp.tools(sp_support.provider("todo_write"))
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
         assert str(info.value) == (
@@ -602,8 +601,8 @@ async def test_known_names_list_in_tool_order_errors() -> None:
 async def test_empty_known_names_is_not_defaulted() -> None:
     # An explicit empty universe is honoured (only None defaults to the schema names).
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, tool_order=["echo", REST])
-        sp.tools(provider("echo", known=[]))
+        sp = await sp_support.start_system_prompt(root, tool_order=["echo", REST])
+        sp.tools(sp_support.provider("echo", known=[]))
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
         assert str(info.value) == 'tool_order lists unregistered tool "echo"; known tools: (none)'

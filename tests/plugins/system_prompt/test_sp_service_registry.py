@@ -29,13 +29,7 @@ from dsh_system_prompt import (
     ToolOrderError,
     render_prompt,
 )
-from tests.plugins.system_prompt.sp_support import (
-    provider,
-    schema,
-    section_names,
-    start_system_prompt,
-    tool_names,
-)
+from tests.plugins.system_prompt import sp_support
 from tests.support import IDENT
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +78,7 @@ Register = Callable[[SystemPrompt], dsh.Disposer]
 
 REGISTRATIONS: dict[str, Register] = {
     "section": lambda sp: sp.section(PromptSection(name="extra", order=5, text="Extra.")),
-    "tools": lambda sp: sp.tools(provider("echo")),
+    "tools": lambda sp: sp.tools(sp_support.provider("echo")),
     "variable": lambda sp: sp.variable("extra", lambda c: "value"),
 }
 
@@ -95,9 +89,9 @@ REGISTRATIONS: dict[str, Register] = {
 async def test_builtins_with_persona() -> None:
     # Scenario 1.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="You are dsh.")
+        sp = await sp_support.start_system_prompt(root, persona="You are dsh.")
         assembly = await sp.assemble()
-        assert section_names(assembly) == ["harness:identity", "deployment:persona"]
+        assert sp_support.section_names(assembly) == ["harness:identity", "deployment:persona"]
         assert [s.order for s in assembly.sections] == [-100, 0]
         assert assembly.sections[0].text == IDENT == HARNESS_IDENTITY
         assert assembly.tools == []
@@ -109,7 +103,7 @@ async def test_builtins_with_persona() -> None:
 async def test_global_builtin_name_is_taken(name: str) -> None:
     # Scenario 1, second half.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="You are dsh.")
+        sp = await sp_support.start_system_prompt(root, persona="You are dsh.")
         with pytest.raises(PromptRegistrationError) as info:
             sp.section(PromptSection(name=name, order=0, text="other"))
         assert str(info.value) == (
@@ -122,9 +116,9 @@ async def test_global_builtin_name_is_taken(name: str) -> None:
 async def test_empty_persona_renders_identity_alone() -> None:
     # Scenario 2: the persona section is still in the assembly, with empty text.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         assembly = await sp.assemble()
-        assert section_names(assembly) == ["harness:identity", "deployment:persona"]
+        assert sp_support.section_names(assembly) == ["harness:identity", "deployment:persona"]
         assert assembly.sections[1].text == ""
         assert render_prompt(assembly) == IDENT
 
@@ -213,7 +207,7 @@ async def test_tool_order_error_class() -> None:
 @pytest.mark.parametrize("name", ["", None, 5, b"rules"])
 async def test_section_name_must_be_a_non_empty_string(name: Any) -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         expected = PromptRegistrationError if name == "" else PromptTypeError
@@ -228,7 +222,7 @@ async def test_section_name_must_be_a_non_empty_string(name: Any) -> None:
 async def test_section_order_must_be_finite_number(order: Any) -> None:
     # Scenario 6: NaN (and any other non-finite or non-number) registers nothing.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         with pytest.raises(SectionOrderError) as info:
@@ -246,7 +240,7 @@ async def test_section_order_must_be_finite_number(order: Any) -> None:
 @pytest.mark.parametrize("order", [0, -5, 7.5, -0.0, 1e300, 2**80])
 async def test_finite_orders_are_accepted(order: float) -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="rules", order=order, text="x"))
         assembly = await sp.assemble()
         assert [s.order for s in assembly.sections if s.name == "rules"] == [order]
@@ -255,7 +249,7 @@ async def test_finite_orders_are_accepted(order: float) -> None:
 @pytest.mark.parametrize("text", [None, 5, b"bytes", ["x"]])
 async def test_section_text_must_be_string_or_callable(text: Any) -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
         with pytest.raises(PromptTypeError) as info:
             sp.section(PromptSection(name="rules", order=1, text=text))
@@ -268,7 +262,7 @@ async def test_section_text_must_be_string_or_callable(text: Any) -> None:
 async def test_duplicate_section_keeps_the_original() -> None:
     # Scenario 6.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="rules", order=10, text="first"))
         before = snapshot(sp)
         changes = count_changes(root)
@@ -287,7 +281,7 @@ async def test_duplicate_section_keeps_the_original() -> None:
 async def test_invalid_variable_name(name: str) -> None:
     # Scenario 14: the name is refused before anything is registered.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         with pytest.raises(PromptRegistrationError) as info:
@@ -301,7 +295,7 @@ async def test_invalid_variable_name(name: str) -> None:
 
 async def test_non_string_variable_name() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         bad: Any = 5
         with pytest.raises(PromptRegistrationError, match='invalid prompt variable name "5"'):
             sp.variable(bad, lambda c: "x")
@@ -311,7 +305,7 @@ async def test_non_string_variable_name() -> None:
 async def test_duplicate_variable_keeps_the_original() -> None:
     # Scenario 14.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.variable("model", lambda c: "deepseek-v4")
         before = snapshot(sp)
         changes = count_changes(root)
@@ -327,7 +321,7 @@ async def test_duplicate_variable_keeps_the_original() -> None:
 
 async def test_variable_provider_must_be_callable() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
         bad: Any = "deepseek-v4"
         with pytest.raises(PromptTypeError) as info:
@@ -340,9 +334,9 @@ async def test_variable_provider_must_be_callable() -> None:
 
 async def test_tool_provider_must_be_callable() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
-        bad: Any = [schema("echo")]
+        bad: Any = [sp_support.schema("echo")]
         with pytest.raises(PromptTypeError) as info:
             sp.tools(bad)
         assert str(info.value) == "a tool provider must be callable, got list"
@@ -351,7 +345,7 @@ async def test_tool_provider_must_be_callable() -> None:
 
 async def test_registration_error_class() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         with pytest.raises(PromptRegistrationError) as info:
             sp.variable("Bad", lambda c: None)
         assert isinstance(info.value, ValueError)
@@ -367,7 +361,7 @@ async def test_raising_change_listener_rolls_back(kind: str) -> None:
     # Scenario 7: the error reaches the caller, nothing is left, and a retry registers once.
     register = REGISTRATIONS[kind]
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         arm_one_shot_failure(root)
@@ -383,9 +377,9 @@ async def test_raising_change_listener_rolls_back(kind: str) -> None:
         assert len(changes) == 3
         after = await sp.assemble()
         if kind == "section":
-            assert section_names(after) == [*section_names(baseline), "extra"]
+            assert sp_support.section_names(after) == [*sp_support.section_names(baseline), "extra"]
         elif kind == "tools":
-            assert tool_names(after) == ["echo"]
+            assert sp_support.tool_names(after) == ["echo"]
             assert len(sp._global.tools) == 1
         else:
             assert after.variables == {"extra": "value"}
@@ -396,7 +390,7 @@ async def test_raising_change_listener_rolls_back_scoped(kind: str) -> None:
     # The rollback also reclaims the scope layer the registration created.
     register = REGISTRATIONS[kind]
     async with dsh.Context() as root:
-        await start_system_prompt(root)
+        await sp_support.start_system_prompt(root)
         key = object()
         scope = dsh_scope.create_scope(root, key)
         scoped: SystemPrompt = scope.ctx.system_prompt
@@ -414,7 +408,7 @@ async def test_change_listener_failing_twice_still_rolls_back() -> None:
     # A listener that also fails on the rollback's event: the caller sees the
     # registration's error, and the registration is gone all the same.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
 
         def always() -> None:
@@ -429,7 +423,7 @@ async def test_change_listener_failing_twice_still_rolls_back() -> None:
 
 async def test_registration_through_a_disposed_scope_leaves_no_layer() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         scope = dsh_scope.create_scope(root, object())
         scoped: SystemPrompt = scope.ctx.system_prompt
         await scope.dispose()
@@ -447,7 +441,7 @@ async def test_registration_through_a_disposed_scope_leaves_no_layer() -> None:
 async def test_change_events_and_direct_disposal(kind: str) -> None:
     # Scenario 8: one event per registration, one per removal, no arguments.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
         changes = count_changes(root)
         d = REGISTRATIONS[kind](sp)
@@ -463,7 +457,7 @@ async def test_change_events_and_direct_disposal(kind: str) -> None:
 @pytest.mark.parametrize("kind", sorted(REGISTRATIONS))
 async def test_registration_returns_exact_disposer(kind: str) -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         d = REGISTRATIONS[kind](sp)
         assert isinstance(d, dsh.Disposer)
         assert type(d) is dsh.Disposer
@@ -474,7 +468,7 @@ async def test_registration_returns_exact_disposer(kind: str) -> None:
 async def test_disposer_call_removes_synchronously(kind: str) -> None:
     # Fire-and-forget: the removal is done before the call returns.
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
         d = REGISTRATIONS[kind](sp)
         unwind = d()
@@ -515,7 +509,7 @@ async def test_change_hookimpl_listener() -> None:
             return await call_next()
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         watcher = await root.plugin(Watcher)
         d = sp.variable("x", lambda c: "1")
         await sp.assemble()
@@ -554,12 +548,12 @@ async def test_composite_undoes_registrations_at_their_lifo_position(exact: bool
             yield lambda: log.append("m2")
             yield adopt(sp.variable("wired", lambda c: "w"))
             yield lambda: log.append("m3")
-            yield adopt(sp.tools(provider("wired")))
+            yield adopt(sp.tools(sp_support.provider("wired")))
 
         ctx.effect(wiring, label="wiring")
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         before = snapshot(sp)
         fiber = await root.plugin(apply)
 
@@ -605,7 +599,7 @@ async def test_plugin_setup_generator_adopts_disposers() -> None:
             yield sp.section(PromptSection(name="b", order=2, text="B"))
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         fiber = await root.plugin(Contributor)
 
         def on_change() -> None:
@@ -627,16 +621,20 @@ async def test_disposing_a_plugin_removes_everything_it_contributed() -> None:
         def setup(self) -> Iterator[dsh.Disposer]:
             sp: SystemPrompt = self.ctx.system_prompt
             yield sp.section(PromptSection(name="rules", order=10, text="Rules."))
-            yield sp.tools(provider("echo"))
+            yield sp.tools(sp_support.provider("echo"))
             yield sp.variable("model", lambda c: "m")
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
+        sp = await sp_support.start_system_prompt(root, persona="P")
         baseline = await sp.assemble()
         fiber = await root.plugin(Contributor)
         mounted = await sp.assemble()
-        assert section_names(mounted) == ["harness:identity", "deployment:persona", "rules"]
-        assert tool_names(mounted) == ["echo"]
+        assert sp_support.section_names(mounted) == [
+            "harness:identity",
+            "deployment:persona",
+            "rules",
+        ]
+        assert sp_support.tool_names(mounted) == ["echo"]
         assert mounted.variables == {"model": "m"}
         await fiber.dispose()
         assert await sp.assemble() == baseline
@@ -652,7 +650,7 @@ async def test_mount_then_dispose_restores_every_layer() -> None:
         sp: SystemPrompt = ctx.system_prompt
         yield sp.section(PromptSection(name="g", order=1, text="G"))
         yield sp.variable("g", lambda c: "g")
-        yield sp.tools(provider("g"))
+        yield sp.tools(sp_support.provider("g"))
         # The plugin's own fiber, registering into the existing scope's layer.
         into_existing: SystemPrompt = ctx.scoped(existing).system_prompt
         yield into_existing.section(PromptSection(name="s", order=2, text="S"))
@@ -661,10 +659,10 @@ async def test_mount_then_dispose_restores_every_layer() -> None:
         scope = dsh_scope.create_scope(ctx, own)
         in_own: SystemPrompt = scope.ctx.system_prompt
         in_own.section(PromptSection(name="o", order=3, text="O"))
-        in_own.tools(provider("o"))
+        in_own.tools(sp_support.provider("o"))
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         scope = dsh_scope.create_scope(root, existing)
         kept: SystemPrompt = scope.ctx.system_prompt
         kept.section(PromptSection(name="kept", order=1, text="K"))

@@ -25,15 +25,7 @@ from dsh_system_prompt import (
     ToolProviderResult,
     render_prompt,
 )
-from tests.plugins.system_prompt.sp_support import (
-    BUILTINS,
-    CallNext,
-    provider,
-    schema,
-    section_names,
-    start_system_prompt,
-    tool_names,
-)
+from tests.plugins.system_prompt import sp_support
 from tests.support import IDENT
 
 pytestmark = pytest.mark.anyio
@@ -73,12 +65,12 @@ async def test_scoped_persona_shadows_only_in_its_scope() -> None:
     # Scenario 32.
     alice, bob = Agent("alice"), Agent("bob")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="Global persona.")
+        sp = await sp_support.start_system_prompt(root, persona="Global persona.")
         _, scoped = open_scope(root, alice)
         open_scope(root, bob)
         scoped.section(PromptSection(name="deployment:persona", order=0, text="Alice persona."))
         mine = await sp.assemble(scoped_context(alice))
-        assert section_names(mine) == BUILTINS
+        assert sp_support.section_names(mine) == sp_support.BUILTINS
         assert render_prompt(mine) == f"{IDENT}\n\nAlice persona."
         assert render_prompt(await sp.assemble()) == f"{IDENT}\n\nGlobal persona."
         assert (
@@ -89,25 +81,34 @@ async def test_scoped_persona_shadows_only_in_its_scope() -> None:
 async def test_shadowing_section_takes_its_own_order() -> None:
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="rules", order=10, text="Global rules."))
         _, scoped = open_scope(root, alice)
         scoped.section(PromptSection(name="rules", order=-200, text="Alice rules."))
-        assert section_names(await sp.assemble(scoped_context(alice))) == ["rules", *BUILTINS]
-        assert section_names(await sp.assemble()) == [*BUILTINS, "rules"]
+        assert sp_support.section_names(await sp.assemble(scoped_context(alice))) == [
+            "rules",
+            *sp_support.BUILTINS,
+        ]
+        assert sp_support.section_names(await sp.assemble()) == [*sp_support.BUILTINS, "rules"]
 
 
 async def test_scope_only_section_disappears_with_the_scope() -> None:
     # Scenario 33.
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         scope, scoped = open_scope(root, alice)
         scoped.section(PromptSection(name="alice-only", order=5, text="Only Alice."))
-        assert section_names(await sp.assemble(scoped_context(alice))) == [*BUILTINS, "alice-only"]
-        assert section_names(await sp.assemble()) == BUILTINS
+        assert sp_support.section_names(await sp.assemble(scoped_context(alice))) == [
+            *sp_support.BUILTINS,
+            "alice-only",
+        ]
+        assert sp_support.section_names(await sp.assemble()) == sp_support.BUILTINS
         await scope.dispose()
-        assert section_names(await sp.assemble(scoped_context(alice))) == BUILTINS
+        assert (
+            sp_support.section_names(await sp.assemble(scoped_context(alice)))
+            == sp_support.BUILTINS
+        )
         assert sp._scoped == {}
 
 
@@ -115,7 +116,7 @@ async def test_duplicate_errors_by_layer() -> None:
     # Scenario 34: the global error points at agent.ctx, the scoped one at the scope.
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="rules", order=1, text="g"))
         sp.variable("mode", lambda c: "normal")
         _, scoped = open_scope(root, alice)
@@ -153,7 +154,7 @@ async def test_shadowed_global_text_function_is_never_called() -> None:
 
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="dynamic", order=1, text=global_text))
         _, scoped = open_scope(root, alice)
         scoped.section(PromptSection(name="dynamic", order=1, text=scoped_text))
@@ -167,7 +168,7 @@ async def test_scoped_variable_shadows_global() -> None:
     # Scenario 36.
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.section(PromptSection(name="mode", order=1, text="Mode: {{mode}}."))
         sp.variable("mode", lambda c: "normal")
         _, scoped = open_scope(root, alice)
@@ -190,7 +191,7 @@ async def test_variable_merge_order_and_shadowed_provider_is_still_called() -> N
 
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         sp.variable("a", record("global a", "ga"))
         sp.variable("b", record("global b", "gb"))
         _, scoped = open_scope(root, alice)
@@ -205,22 +206,22 @@ async def test_scoped_tools_join_the_global_ones() -> None:
     # Scenario 37: tools are not shadowed by name; the scoped view is the union.
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
-        sp.tools(provider("global_tool"))
+        sp = await sp_support.start_system_prompt(root)
+        sp.tools(sp_support.provider("global_tool"))
         scope, scoped = open_scope(root, alice)
-        scoped.tools(provider("scoped_tool"))
-        assert tool_names(await sp.assemble(scoped_context(alice))) == [
+        scoped.tools(sp_support.provider("scoped_tool"))
+        assert sp_support.tool_names(await sp.assemble(scoped_context(alice))) == [
             "global_tool",
             "scoped_tool",
         ]
-        assert tool_names(await sp.assemble()) == ["global_tool"]
+        assert sp_support.tool_names(await sp.assemble()) == ["global_tool"]
         await scope.dispose()
         assert sp._scoped == {}
-        assert tool_names(await sp.assemble(scoped_context(alice))) == ["global_tool"]
+        assert sp_support.tool_names(await sp.assemble(scoped_context(alice))) == ["global_tool"]
         # The same key can open a scope and register again.
         _, again = open_scope(root, alice)
-        again.tools(provider("scoped_tool"))
-        assert tool_names(await sp.assemble(scoped_context(alice))) == [
+        again.tools(sp_support.provider("scoped_tool"))
+        assert sp_support.tool_names(await sp.assemble(scoped_context(alice))) == [
             "global_tool",
             "scoped_tool",
         ]
@@ -229,10 +230,10 @@ async def test_scoped_tools_join_the_global_ones() -> None:
 async def test_same_named_tools_keep_collection_order_global_first() -> None:
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         _, scoped = open_scope(root, alice)
-        scoped.tools(provider("echo", description="scoped"))
-        sp.tools(provider("echo", description="global"))
+        scoped.tools(sp_support.provider("echo", description="scoped"))
+        sp.tools(sp_support.provider("echo", description="global"))
         tools = (await sp.assemble(scoped_context(alice))).tools
         assert [t.description for t in tools] == ["global", "scoped"]
 
@@ -240,12 +241,14 @@ async def test_same_named_tools_keep_collection_order_global_first() -> None:
 async def test_scoped_known_names_count_only_in_their_scope() -> None:
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, tool_order=["bash", TOOL_ORDER_REST])
+        sp = await sp_support.start_system_prompt(root, tool_order=["bash", TOOL_ORDER_REST])
         _, scoped = open_scope(root, alice)
         scoped.tools(
-            lambda c: ToolProviderResult(schemas=[schema("read")], known_names=["read", "bash"])
+            lambda c: ToolProviderResult(
+                schemas=[sp_support.schema("read")], known_names=["read", "bash"]
+            )
         )
-        assert tool_names(await sp.assemble(scoped_context(alice))) == ["read"]
+        assert sp_support.tool_names(await sp.assemble(scoped_context(alice))) == ["read"]
         with pytest.raises(ToolOrderError) as info:
             await sp.assemble()
         assert str(info.value) == 'tool_order lists unregistered tool "bash"; known tools: (none)'
@@ -260,7 +263,7 @@ async def test_scoped_providers_receive_the_scoped_context() -> None:
         return ToolProviderResult(schemas=[])
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         _, scoped = open_scope(root, alice)
         scoped.tools(tools)
         await sp.assemble()
@@ -273,9 +276,9 @@ async def test_scoped_providers_receive_the_scoped_context() -> None:
 
 async def test_unknown_scope_sees_the_global_layer() -> None:
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
+        sp = await sp_support.start_system_prompt(root, persona="P")
         assembly = await sp.assemble(scoped_context(Agent("nobody")))
-        assert section_names(assembly) == BUILTINS
+        assert sp_support.section_names(assembly) == sp_support.BUILTINS
         assert sp._scoped == {}  # assembling never creates a layer
 
 
@@ -285,7 +288,7 @@ async def test_unknown_scope_sees_the_global_layer() -> None:
 async def test_removing_the_last_scoped_registration_reclaims_the_layer() -> None:
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         _, scoped = open_scope(root, alice)
         d1 = scoped.section(PromptSection(name="one", order=1, text="1"))
         d2 = scoped.variable("two", lambda c: "2")
@@ -309,7 +312,7 @@ async def test_plugin_loaded_through_a_scope_contributes_to_it() -> None:
 
     alice = Agent("alice")
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="Global.")
+        sp = await sp_support.start_system_prompt(root, persona="Global.")
         scope, _ = open_scope(root, alice)
         fiber = await scope.ctx.plugin(Contributor)
         assert dsh_scope.scope_of(fiber.ctx) is alice
@@ -326,7 +329,7 @@ async def test_equal_keys_are_distinct_scopes() -> None:
     second: list[str] = ["agent"]
     assert first == second
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         _, one = open_scope(root, first)
         _, two = open_scope(root, second)
         one.variable("who", lambda c: "first")
@@ -346,7 +349,7 @@ async def test_scoped_assemble_listener_runs_only_for_its_scope() -> None:
 
     def recorder(tag: str) -> Callable[..., Awaitable[PromptAssembly]]:
         async def listener(
-            assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+            assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
         ) -> PromptAssembly:
             runs.append(f"{tag}:{context.scope!r}")
             return await call_next()
@@ -354,7 +357,7 @@ async def test_scoped_assemble_listener_runs_only_for_its_scope() -> None:
         return listener
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         scope, _ = open_scope(root, alice)
         open_scope(root, bob)
         scope.ctx.on("system-prompt/assemble", recorder("alice-listener"))
@@ -382,12 +385,12 @@ async def test_scoped_listener_can_rewrite_its_scopes_assembly() -> None:
     alice = Agent("alice")
 
     def silence(
-        assembly: PromptAssembly, context: AssembleContext, call_next: CallNext
+        assembly: PromptAssembly, context: AssembleContext, call_next: sp_support.CallNext
     ) -> PromptAssembly:
         return PromptAssembly(sections=[], tools=[], variables={})
 
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root, persona="P")
+        sp = await sp_support.start_system_prompt(root, persona="P")
         scope, _ = open_scope(root, alice)
         scope.ctx.on("system-prompt/assemble", silence)
         assert render_prompt(await sp.assemble(scoped_context(alice))) == ""
@@ -400,7 +403,7 @@ async def test_change_events_from_scoped_registrations_are_unfiltered() -> None:
     alice, bob = Agent("alice"), Agent("bob")
     heard: list[str] = []
     async with dsh.Context() as root:
-        sp = await start_system_prompt(root)
+        sp = await sp_support.start_system_prompt(root)
         scope_a, scoped_a = open_scope(root, alice)
         scope_b, _ = open_scope(root, bob)
         root.on("system-prompt/change", lambda: heard.append("global"))

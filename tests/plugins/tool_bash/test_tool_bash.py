@@ -17,15 +17,7 @@ from dsh_jobs import Jobs
 from dsh_system_prompt import SystemPrompt, render_prompt
 from dsh_tool_bash import DESCRIPTION, GUIDANCE, ToolBash, render_result
 from dsh_tools import ToolCall, ToolResult, Tools
-from tests.plugins.bash.bash_support import (
-    agent_shell,
-    dies,
-    main_agent,
-    make_fifo,
-    read_fifo,
-    read_pid,
-    tool_runtime,
-)
+from tests.plugins.bash import bash_support
 from tests.support import event_data
 
 pytestmark = pytest.mark.anyio
@@ -96,7 +88,7 @@ async def bash(root: Context, **arguments: Any) -> ToolResult:
 
 
 async def test_output_and_a_non_zero_exit_are_not_an_error() -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(ToolBash)
         done = await bash(root, command="echo out; echo err >&2; exit 4", description="x")
     assert (done.content, done.is_error, done.code) == (
@@ -107,7 +99,7 @@ async def test_output_and_a_non_zero_exit_are_not_an_error() -> None:
 
 
 async def test_a_timeout_renders_its_markers() -> None:
-    async with tool_runtime(kill_grace_ms=200) as root:
+    async with bash_support.tool_runtime(kill_grace_ms=200) as root:
         await root.plugin(ToolBash)
         done = await bash(root, command="echo start; sleep 100", timeout_ms=200)
     assert done.content == "start\n[timed out after 200ms]\n[killed by signal: SIGTERM]"
@@ -131,14 +123,14 @@ async def test_a_timeout_renders_its_markers() -> None:
     ],
 )
 async def test_bad_arguments(arguments: dict[str, Any], content: str) -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(ToolBash)
         done = await bash(root, **arguments)
     assert (done.content, done.is_error, done.code) == (content, True, "INVALID_ARGS")
 
 
 async def test_unknown_and_missing_arguments() -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(ToolBash)
         missing = await root.tools.execute("bash", "{}")
         extra = await bash(root, command="ls", cwd="/")
@@ -150,7 +142,7 @@ async def test_unknown_and_missing_arguments() -> None:
 
 
 async def test_a_missing_workdir_is_a_spawn_failure(tmp_path: Path) -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(ToolBash)
         done = await bash(root, command="true", workdir=str(tmp_path / "gone"))
     assert done.is_error
@@ -174,7 +166,7 @@ async def test_without_an_executor_the_tool_says_so() -> None:
 
 async def test_workdir_is_relative_to_the_process_cwd_without_an_agent(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(ToolBash)
         here = await bash(root, command="pwd")
         absolute = await bash(root, command="pwd", workdir=str(tmp_path / "sub"))
@@ -190,8 +182,11 @@ async def test_workdir_and_session_id_come_from_the_calling_agent(tmp_path: Path
         tool_call("bash", {"command": 'echo "$DSH_SESSION_ID"'}),
     )
     core = {"agents": [{"id": "main", "cwd": str(tmp_path)}]}
-    async with agent_shell(calls, "done", core=core, plugins=((ToolBash, None),)) as (root, _):
-        agent = main_agent(root)
+    async with bash_support.agent_shell(calls, "done", core=core, plugins=((ToolBash, None),)) as (
+        root,
+        _,
+    ):
+        agent = bash_support.main_agent(root)
         assert await run_turn(agent, "go") == {"kind": "completed"}
         results = [r["content"] for r in event_data(agent.session, "tool/result")]
     assert results == [f"{tmp_path}\n", f"{tmp_path / 'sub'}\n", f"{agent.session.id}\n"]
@@ -209,7 +204,7 @@ async def schema(root: Context) -> dict[str, Any]:
 
 
 async def test_run_in_background_shows_only_while_jobs_are_loaded() -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         fiber = await root.plugin(ToolBash)
         plain = await schema(root)
         assert "run_in_background" not in plain["properties"]
@@ -226,7 +221,7 @@ async def test_run_in_background_shows_only_while_jobs_are_loaded() -> None:
 
 
 async def test_run_in_background_disabled_by_config() -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(Jobs)
         await root.plugin(ToolBash, {"enable_run_in_background": False})
         assert "run_in_background" not in (await schema(root))["properties"]
@@ -239,7 +234,7 @@ async def test_run_in_background_disabled_by_config() -> None:
 
 
 async def test_run_in_background_without_jobs() -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(ToolBash)
         done = await bash(root, command="sleep 1", run_in_background=True)
     assert (done.is_error, done.code) == (True, "INVALID_ARGS")
@@ -249,7 +244,7 @@ async def test_run_in_background_without_jobs() -> None:
 
 
 async def test_a_background_call_renders_the_job_id() -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(Jobs)
         await root.plugin(ToolBash)
         done = await bash(root, command="echo hi", run_in_background=True, timeout_ms=10)
@@ -264,7 +259,7 @@ async def test_a_background_call_renders_the_job_id() -> None:
 
 async def test_a_declined_command_does_not_run(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(Approval, {"policy": "deny"})
         await root.plugin(ToolBash)
         done = await bash(root, command=f"touch {marker}")
@@ -281,7 +276,7 @@ async def test_the_question_names_the_command() -> None:
         return True
 
     long = "echo " + "x" * 200
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         await root.plugin(Approval, {"policy": "ask"})
         root.approval.set_responder(yes)
         await root.plugin(ToolBash)
@@ -302,7 +297,7 @@ async def test_the_question_names_the_command() -> None:
 
 
 async def test_unloading_the_tool_removes_its_section_and_schema() -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         persona_before = render_prompt(await root.system_prompt.assemble())
         tools_before = dict(root.tools._global.tools)
         sections_before = dict(root.system_prompt._global.sections)
@@ -323,19 +318,22 @@ async def test_unloading_the_tool_removes_its_section_and_schema() -> None:
 
 async def test_cancelling_the_turn_kills_the_command(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    fifo = make_fifo(tmp_path)
+    fifo = bash_support.make_fifo(tmp_path)
     command = f"sleep 100 & echo $! > {pid_file}; echo up > {fifo}; wait"
     calls = tool_calls(tool_call("bash", {"command": command}))
-    async with agent_shell(calls, kill_grace_ms=200, plugins=((ToolBash, None),)) as (root, _):
-        agent = main_agent(root)
+    async with bash_support.agent_shell(calls, kill_grace_ms=200, plugins=((ToolBash, None),)) as (
+        root,
+        _,
+    ):
+        agent = bash_support.main_agent(root)
         agent.send("go")
-        assert await read_fifo(fifo) == "up\n"
+        assert await bash_support.read_fifo(fifo) == "up\n"
         agent.cancel()
         await agent.when_idle()
         (outcome,) = event_data(agent.session, "tool/result")
         assert agent.session.turn_end(1) == {"kind": "aborted", "reason": "user"}
     assert (outcome["content"], outcome["code"]) == ("Error: tool call aborted", "ABORTED")
-    await dies(read_pid(pid_file))
+    await bash_support.dies(bash_support.read_pid(pid_file))
 
 
 async def test_the_model_reads_the_result_of_a_command() -> None:
@@ -344,15 +342,18 @@ async def test_the_model_reads_the_result_of_a_command() -> None:
     def answer(request: Any) -> list[Any]:
         return text(f"It printed {request.messages[-1].content[0].content}.")
 
-    async with agent_shell(calls, answer, plugins=((ToolBash, None),)) as (root, model):
-        assert await run_turn(main_agent(root), "run it") == {"kind": "completed"}
+    async with bash_support.agent_shell(calls, answer, plugins=((ToolBash, None),)) as (
+        root,
+        model,
+    ):
+        assert await run_turn(bash_support.main_agent(root), "run it") == {"kind": "completed"}
     assert model.requests[0].tools[0].name == "bash"
     assert "tool:bash" not in (model.requests[0].system or "")
     assert GUIDANCE in (model.requests[0].system or "")
 
 
 async def test_a_bad_config_fails_the_plugin_and_registers_nothing() -> None:
-    async with tool_runtime() as root:
+    async with bash_support.tool_runtime() as root:
         with pytest.raises(ConfigError, match=r"\(at enable_background\)"):
             await root.plugin(ToolBash, {"enable_background": True})
         assert root.tools._global.tools == {}
