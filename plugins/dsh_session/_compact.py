@@ -22,7 +22,7 @@ from dsh_llm import Message
 
 from ._event import SessionEvent
 
-__all__ = ["session_event"]
+__all__ = ["BUILDERS", "plain_event", "session_event"]
 
 #: The data shapes kept as slots: the keys, in order, of the built-in event types'
 #: data (and of the agent loop's ``usage/step``).
@@ -53,10 +53,6 @@ class _Compact(SessionEvent):
     _keys: ClassVar[tuple[str, ...]]
     #: All the slots' values in one call (a tuple even for one slot).
     _values: ClassVar[operator.attrgetter[tuple[Any, ...]]]
-    #: The class of the same shape that keeps a ``Message`` for ``data["message"]``.
-    _with_message: ClassVar[type[_Compact] | None] = None
-    #: ``build(seq, type, time, data, message)``, made by :func:`_builder`.
-    _build: ClassVar[Callable[..., SessionEvent]]
 
     def __new__(cls, seq: int, type: str, time: float, data: Mapping[str, Any]) -> Any:
         # What dataclasses.replace calls: the event of the new fields, compact or not.
@@ -109,49 +105,65 @@ def _shape_class(keys: tuple[str, ...], base: type[_Compact]) -> type[_Compact]:
         # The first slot once more: a tuple even for one slot (zip stops at the keys).
         "_values": operator.attrgetter(*slots, slots[0]),
     }
-    kind: type[_Compact] = builtins.type(f"{base.__name__}_{len(keys)}", (base,), namespace)
-    kind._build = _builder(kind, keys, keep_message=base is _CompactMessage)
+    kind: type[_Compact] = builtins.type(f"{base.__name__}_{'_'.join(keys)}", (base,), namespace)
     return kind
 
 
-def _builder(
-    kind: type[_Compact], keys: tuple[str, ...], *, keep_message: bool
-) -> Callable[..., SessionEvent]:
-    """``build(seq, type, time, data, message)``: an event of ``kind``, each value set
-    by its slot's setter in one line (a loop over the slots would take twice as long
-    as building a plain event; this takes about as long)."""
-    setters = {f"_set{i}": kind.__dict__[f"_{key}"].__set__ for i, key in enumerate(keys)}
-    values = ["message" if keep_message and key == "message" else f"data[{key!r}]" for key in keys]
-    lines = [f"    _set{i}(event, {value})\n" for i, value in enumerate(values)]
-    source = (
-        "def build(seq, type, time, data, message):\n"
-        "    event = _new(_kind)\n"
-        "    _seq(event, seq)\n    _type(event, type)\n    _time(event, time)\n"
-        f"{''.join(lines)}    return event\n"
-    )
-    namespace: dict[str, Any] = {**_FIELD_SETTERS, **setters, "_kind": kind}
+def _body(
+    kind: type[_Compact], keys: tuple[str, ...], namespace: dict[str, Any], indent: str
+) -> str:
+    """The lines that build and return an event of ``kind``, each value set by its
+    slot's setter (``namespace`` gets the class and the setters)."""
+    name = f"_{kind.__name__}"
+    namespace[name] = kind
+    keep = issubclass(kind, _CompactMessage)
+    lines = [
+        f"event = _new({name})",
+        "_seq(event, seq)",
+        "_type(event, type)",
+        "_time(event, time)",
+    ]
+    for i, key in enumerate(keys):
+        namespace[f"{name}_{i}"] = kind.__dict__[f"_{key}"].__set__
+        value = "message" if keep and key == "message" else f"data[{key!r}]"
+        lines.append(f"{name}_{i}(event, {value})")
+    lines.append("return event")
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
+def _builder(keys: tuple[str, ...]) -> Callable[..., SessionEvent]:
+    """``build(seq, type, time, data, message)`` for data of shape ``keys``: one line
+    per value, as ``dataclasses`` makes ``__init__`` (a loop over the slots would take
+    twice as long as building a plain event; this takes about as long). A shape with a
+    ``message`` keeps the given ``Message`` for a message type."""
+    namespace: dict[str, Any] = {**_FIELD_SETTERS, "_MESSAGE_TYPES": _MESSAGE_TYPES}
+    source = "def build(seq, type, time, data, message):\n"
+    if "message" in keys:
+        source += "    if message is not None and type in _MESSAGE_TYPES:\n"
+        source += _body(_shape_class(keys, _CompactMessage), keys, namespace, " " * 8)
+    source += _body(_shape_class(keys, _Compact), keys, namespace, " " * 4)
     exec(source, namespace)  # keys from _SHAPES only: fixed identifiers
     build: Callable[..., SessionEvent] = namespace["build"]
     return build
 
 
-class _Classes(dict[tuple[str, ...], "type[_Compact] | None"]):
-    """The class of each shape; None for any other key set (no call on a hit)."""
-
-    def __missing__(self, keys: tuple[str, ...]) -> None:
-        return None
-
-
-def _classes() -> _Classes:
-    classes = _Classes()
-    for keys in _SHAPES:
-        kind = classes[keys] = _shape_class(keys, _Compact)
-        if "message" in keys:
-            kind._with_message = _shape_class(keys, _CompactMessage)
-    return classes
+def plain_event(
+    seq: int, type: str, time: float, data: Mapping[str, Any], message: Message | None = None
+) -> SessionEvent:
+    """The builder of any other data: kept as given."""
+    return SessionEvent(seq, type, time, data)
 
 
-_CLASSES = _classes()
+class _Builders(dict[tuple[str, ...], Callable[..., SessionEvent]]):
+    """The builder of each shape; :func:`plain_event` for any other key set (no call
+    on a hit)."""
+
+    def __missing__(self, keys: tuple[str, ...]) -> Callable[..., SessionEvent]:
+        return plain_event
+
+
+#: The builder of each shape's events, by the data's keys in order.
+BUILDERS = _Builders({keys: _builder(keys) for keys in _SHAPES})
 
 
 def session_event(
@@ -160,8 +172,5 @@ def session_event(
     """The event ``SessionEvent(seq, type, time, data)``, compact when ``data`` is a
     ``dict`` of a known shape; ``message``: the :class:`~dsh_llm.Message` that
     ``data["message"]`` encodes, kept instead of it for a message type."""
-    kind = _CLASSES[tuple(data)] if builtins.type(data) is dict else None
-    if kind is None:
-        return SessionEvent(seq, type, time, data)
-    keeper = kind._with_message if message is not None and type in _MESSAGE_TYPES else None
-    return (kind if keeper is None else keeper)._build(seq, type, time, data, message)
+    build = BUILDERS[tuple(data)] if builtins.type(data) is dict else plain_event
+    return build(seq, type, time, data, message)

@@ -26,7 +26,7 @@ from dsh_llm import (
     chunk_to_json,
 )
 
-from ._compact import session_event
+from ._compact import BUILDERS, plain_event
 from ._event import SessionError, SessionEvent
 from ._packed import ChunkRun, EventLog
 
@@ -221,7 +221,9 @@ class Session:
             raise SessionError(f'unknown session event type "{type}"; known types: {known}')
         log = self.events
         seq = log._len
-        event = session_event(seq, type, time.time(), data, message)  # compact (RFC 0054)
+        # session_event, one call less: compact data of a built-in shape (RFC 0054).
+        build = BUILDERS[tuple(data)] if builtins.type(data) is dict else plain_event
+        event = build(seq, type, time.time(), data, message)
         rows = log._rows
         run = rows[-1] if rows else None
         if builtins.type(run) is ChunkRun:  # an event after a run of chunks closes it
