@@ -24,8 +24,19 @@ from dsh_agent import Agent
 
 
 def _settled_bytes() -> int:
+    """The traced bytes, less tracemalloc's own (the snapshots it keeps); filtered by
+    hand: ``Snapshot.filter_traces`` fills caches (fnmatch's, abc's) the first time,
+    which the measurement would count."""
     gc.collect()
-    return sum(stat.size for stat in tracemalloc.take_snapshot().statistics("filename"))
+    stats = tracemalloc.take_snapshot().statistics("filename")
+    return sum(stat.size for stat in stats if stat.traceback[0].filename != tracemalloc.__file__)
+
+
+async def _settle() -> None:
+    """Let the tasks that just finished their work end (a driver task that set the
+    agent idle is still unwinding its frames when ``when_idle()`` returns)."""
+    for _ in range(3):
+        await anyio.lowlevel.checkpoint()
 
 
 async def turn_memory(root: dsh.Context, adapter: DeltasAdapter, whole: bool) -> int:
@@ -40,6 +51,7 @@ async def turn_memory(root: dsh.Context, adapter: DeltasAdapter, whole: bool) ->
         before = _settled_bytes()
         agent.send(PROMPT)
         await agent.when_idle()
+        await _settle()
         kept = _settled_bytes() - before
     finally:
         tracemalloc.stop()
@@ -101,6 +113,7 @@ async def _kept_per(run: Callable[[], Awaitable[object]], count: int) -> float:
         for _ in range(count):
             SCRIPT.start(1)  # one echo tool step, then the final answer
             made.append(await run())
+        await _settle()
         kept = _settled_bytes() - before
     finally:
         tracemalloc.stop()
@@ -152,8 +165,7 @@ async def idle_agent_memory(root: dsh.Context, count: int) -> dict[str, float]:
     try:
         before = _settled_bytes()
         made.extend(root.agents.create(model=MODEL) for _ in range(count))
-        for _ in range(3):  # settled: an idle agent starts no driver task
-            await anyio.lowlevel.checkpoint()
+        await _settle()  # an idle agent starts no driver task
         dsh_bytes = (_settled_bytes() - before) / count
     finally:
         tracemalloc.stop()

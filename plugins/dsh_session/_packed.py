@@ -19,6 +19,7 @@ from typing import Any, overload
 
 from dsh_llm import Chunk, ReasoningDelta, TextDelta, ToolCallDelta, chunk_to_json
 
+from ._counts import LIMITS, Counts, counts, narrowest, pack
 from ._event import SessionError, SessionEvent
 
 __all__ = ["CHUNKS_ROW", "DELTA_KEYS", "ChunkRun", "EventLog"]
@@ -33,44 +34,31 @@ DELTA_KEYS = {
     "tool-call-delta": "arguments_delta",
 }
 
-_LIMITS = {"B": 0x100, "H": 0x10000, "I": 0x1_0000_0000}
-
-
-def _code(top: int) -> str:
-    """The narrowest unsigned array type code holding ``0..top``."""
-    for code, limit in _LIMITS.items():
-        if top < limit:
-            return code
-    return "Q"
-
-
-def _compact(values: Iterable[int]) -> array[int]:
-    wide = array("Q", values)
-    return array(_code(max(wide, default=0)), wide)
-
 
 class _Deltas:
     """Consecutive deltas of one block: the pieces while open, then one string and
-    each piece's length."""
+    the length of each piece but the last (:func:`~._counts.pack`)."""
 
-    __slots__ = ("index", "kind", "lengths", "parts", "text")
+    __slots__ = ("count", "index", "kind", "lengths", "parts", "text")
 
     def __init__(self, kind: str, index: int, first: str) -> None:
         self.kind = kind
         self.index = index
         self.parts: list[str] | None = [first]
         self.text = ""
-        self.lengths: array[int] = array("B")
+        self.lengths: Counts = b""
+        self.count = 0  # of the pieces, once joined
 
     def close(self) -> None:
         """Join the pieces (the segment must be open: the last of an open run)."""
         parts: list[str] = self.parts  # type: ignore[assignment]  # open, see above
         self.text = "".join(parts)
-        self.lengths = _compact(map(len, parts))
+        self.lengths = pack(list(map(len, parts[:-1])))  # the last piece: the rest of the text
+        self.count = len(parts)
         self.parts = None
 
     def __len__(self) -> int:
-        return len(self.parts if self.parts is not None else self.lengths)
+        return len(self.parts) if self.parts is not None else self.count
 
     def chunk(self, piece: str) -> dict[str, Any]:
         # The key order of chunk_to_json: index, the text, type.
@@ -81,15 +69,17 @@ class _Deltas:
             yield from self.parts
             return
         text, start = self.text, 0
-        for length in self.lengths:
+        for length in counts(self.lengths, self.count - 1):
             yield text[start : start + length]
             start += length
+        yield text[start:]
 
     def piece(self, i: int) -> str:
         if self.parts is not None:
             return self.parts[i]
-        start = sum(self.lengths[:i])
-        return self.text[start : start + self.lengths[i]]
+        lengths = counts(self.lengths, self.count - 1)
+        start = sum(itertools.islice(lengths, i))
+        return self.text[start : start + next(lengths, len(self.text))]  # the last: the rest
 
 
 #: A member of a run that is not a packed delta: the chunk, or its JSON form (loaded).
@@ -127,9 +117,10 @@ class ChunkRun:
         self.step = step
         self.open = True
         self._count = 0
-        #: Milliseconds from the member before to each member (0 for the first): most
-        #: fit in a byte. Member ``k`` is at ``time0 + sum(gaps[: k + 1]) / 1000``.
-        self._gaps: array[int] = array("B")
+        #: Milliseconds from the member before to each member (0 for the first): an
+        #: array while the run is open (most fit in a byte), packed when it closes.
+        #: Member ``k`` is at ``time0 + sum(gaps[: k + 1]) / 1000``.
+        self._gaps: Counts = array("B")
         self._total = 0
         self._segments: list[_Deltas | _Single] = []
 
@@ -143,9 +134,9 @@ class ChunkRun:
     # -- recording ------------------------------------------------------------------------
 
     def _stamp(self, gap: int) -> None:
-        gaps = self._gaps
-        if gap >= _LIMITS.get(gaps.typecode, gap + 1):
-            gaps = self._gaps = array(_code(gap), gaps)
+        gaps: array[int] = self._gaps  # type: ignore[assignment]  # open: an array
+        if gap >= LIMITS.get(gaps.typecode, gap + 1):
+            gaps = self._gaps = array(narrowest(gap), gaps)
         gaps.append(gap)
         self._total += gap
 
@@ -159,12 +150,12 @@ class ChunkRun:
             # Never negative: a clock that went back keeps the members in order.
             gap = max(0, round((when - self.time0) * 1000) - self._total)
             if gap < 0x100:  # most gaps: a byte, whatever the array's type code
-                self._gaps.append(gap)
+                self._gaps.append(gap)  # type: ignore[union-attr]  # open: an array
                 self._total += gap
             else:
                 self._stamp(gap)
         else:
-            self._gaps.append(0)
+            self._gaps.append(0)  # type: ignore[union-attr]  # open: an array
         kind = type(chunk)
         if kind is TextDelta or kind is ReasoningDelta:
             text: object = chunk.text  # type: ignore[union-attr]  # a delta, checked above
@@ -201,6 +192,7 @@ class ChunkRun:
         """Take no more chunks; the open deltas are joined into one string."""
         if self.open:
             self.open = False
+            self._gaps = pack(self._gaps)  # type: ignore[arg-type]  # open: an array
             segments = self._segments
             if segments and type(segments[-1]) is _Deltas:
                 segments[-1].close()
@@ -209,7 +201,11 @@ class ChunkRun:
 
     def time_of(self, k: int) -> float:
         """The recorded time of member ``k``."""
-        return self._at(sum(self._gaps[: k + 1]))
+        return self._at(sum(itertools.islice(self._times(), k + 1)))
+
+    def _times(self) -> Iterator[int]:
+        """Each member's gap, in order."""
+        return counts(self._gaps, self._count)
 
     def _event(self, k: int, when: float, chunk: Mapping[str, Any]) -> SessionEvent:
         data = {"turn": self.turn, "step": self.step, "chunk": chunk}
@@ -238,7 +234,7 @@ class ChunkRun:
 
     def __iter__(self) -> Iterator[SessionEvent]:
         total = 0
-        for k, (gap, chunk) in enumerate(zip(self._gaps, self.chunks(), strict=True)):
+        for k, (gap, chunk) in enumerate(zip(self._times(), self.chunks(), strict=True)):
             total += gap
             yield self._event(k, self._at(total), chunk)
 
@@ -286,7 +282,7 @@ class ChunkRun:
             "turn": self.turn,
             "step": self.step,
             "chunks": items,
-            "dt": self._gaps[1:].tolist(),
+            "dt": list(self._times())[1:],
         }
         return {"seq": self.seq0, "type": CHUNKS_ROW, "time": self.time0, "data": data}
 
@@ -478,7 +474,7 @@ class EventLog(Sequence[SessionEvent]):
             return
         # Keep the run's first members: rebuild it from what they read back as.
         run = ChunkRun(last.seq0, last.time0, last.turn, last.step)
-        kept = zip(last._gaps, last.chunks(), strict=True)
+        kept = zip(last._times(), last.chunks(), strict=True)
         for k, (gap, chunk) in enumerate(itertools.islice(kept, length - before)):
             run._stamp(gap)
             run._load(k, chunk)

@@ -26,6 +26,7 @@ from dsh_llm import (
     chunk_to_json,
 )
 
+from ._compact import BUILDERS, plain_event
 from ._event import SessionError, SessionEvent
 from ._packed import ChunkRun, EventLog
 
@@ -203,22 +204,23 @@ class Session:
     ) -> SessionEvent:
         """Record one event and publish it; returns the event.
 
-        ``data`` must be JSON-compatible and is kept as given (do not mutate it
-        afterwards). A ``type`` that is neither built in (:data:`EVENT_TYPES`) nor
-        declared by a plugin (``sessions.declare_event_types``, while the session is in
-        the store) raises :class:`SessionError` and records nothing. An error of a
-        ``session/event`` listener propagates after the event is recorded.
+        ``data`` must be JSON-compatible (do not mutate it afterwards; one of a built-in
+        shape is kept as its values: RFC 0054). A ``type`` that is neither built in
+        (:data:`EVENT_TYPES`) nor declared by a plugin (``sessions.declare_event_types``,
+        while the session is in the store) raises :class:`SessionError` and records
+        nothing. An error of a ``session/event`` listener propagates after it is recorded.
 
         ``message``: for a ``user/message`` or ``assistant/message``, the
         :class:`~dsh_llm.Message` that ``data["message"]`` encodes, when the caller has
-        it; the history takes it as it is instead of decoding ``data["message"]``.
+        it; the history takes it (and the event keeps it) instead of ``data["message"]``.
         """
         if type not in EVENT_TYPES and type not in self._declared:
             known = ", ".join(sorted({*EVENT_TYPES, *self._declared}))
             raise SessionError(f'unknown session event type "{type}"; known types: {known}')
         log = self.events
         seq = log._len
-        event = SessionEvent(seq, type, time.time(), data)
+        build = BUILDERS[tuple(data)] if builtins.type(data) is dict else plain_event
+        event = build(seq, type, time.time(), data, message)  # compact data (RFC 0054)
         rows = log._rows
         run = rows[-1] if rows else None
         if builtins.type(run) is ChunkRun:  # an event after a run of chunks closes it
