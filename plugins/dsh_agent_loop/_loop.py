@@ -234,7 +234,11 @@ class AgentLoop(Plugin):
         """
         agents = self._registry
         if id is None:
-            id = next(i for i in (f"agent-{n}" for n in self._ids) if agents.get(i) is None)
+            while True:  # the first free one
+                free = f"agent-{next(self._ids)}"
+                if agents.get(free) is None:
+                    break
+            id = free
         given: object = id
         if not isinstance(given, str) or not given:
             raise AgentArgumentError(f"an agent id must be a non-empty string, got {id!r}")
