@@ -16,6 +16,7 @@ from ._events import Event, EventBus
 from ._plugin import PluginSpec, plugin_spec
 
 if TYPE_CHECKING:
+    from anyio import TaskHandle
     from anyio.abc import TaskGroup
 
     from ._fiber import Fiber
@@ -109,10 +110,11 @@ class Runtime:
             )
         return tg
 
-    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> TaskHandle[None]:
         """Run ``fn`` in the root task group, as a task called ``name`` (given, so
-        that anyio does not work one out); it must handle its own errors."""
-        self.require_open().start_soon(fn, name=name)
+        that anyio does not work one out); it must handle its own errors. Returns the
+        task's handle (``cancel()`` cancels the task's own scope, ``wait()``)."""
+        return self.require_open().start_soon(fn, name=name)
 
     # -- transitions --------------------------------------------------------------------
 

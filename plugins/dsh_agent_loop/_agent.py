@@ -19,7 +19,7 @@ from dsh_scope import Scope
 from dsh_session import Session, SessionFencedError
 from dsh_system_prompt import read_tools, render_prompt
 
-from ._driver import Driver
+from ._driver import end_driver, start_driver
 from ._hearing import Hearing, hearing
 from ._limits import check_turn_limits
 from ._step_hooks import filter_request, pre_step, recover, turn_stop, user_prompt
@@ -151,7 +151,7 @@ class LoopAgent:
         self._estimated = NO_USAGE
         #: The driver: a task started by a message while none runs; it ends when the
         #: agent goes idle.
-        self._driver: Driver | None = None
+        self._driver: anyio.TaskHandle[None] | None = None
         #: Whether ``session/start`` was dispatched and ``session/end`` not yet.
         self._in_session = False
 
@@ -211,12 +211,12 @@ class LoopAgent:
         self._refuse_if_fenced()
         if self._disposed:
             raise AgentError(f'agent "{self.id}" is disposed; it takes no more messages')
-        self._inbox.append(messages)
         if self._driver is None:
-            # Like an effect, it is refused once the scope is being undone.
+            # Like an effect, it is refused once the scope is being undone. (The task
+            # starts later: the message is queued for it below.)
             self._scope.fiber.check_alive()
-            driver = self._driver = Driver(self)
-            driver.start()
+            self._driver = start_driver(self)
+        self._inbox.append(messages)
 
     def cancel(self) -> None:
         """Abort the running turn (reason ``aborted``/``user``) and drop the queue;
@@ -250,11 +250,11 @@ class LoopAgent:
         if driver is None:
             # Idle: only a heard ``session/end`` is left to wait for.
             return self._notify("session/end") if self._leave_session() else None
-        driver.stop()  # now, as the rest of the scope's undo starts
+        driver.cancel()  # now, as the rest of the scope's undo starts
         return self._stop(driver)
 
-    async def _stop(self, driver: Driver) -> None:
-        await driver.ended()
+    async def _stop(self, driver: anyio.TaskHandle[None]) -> None:
+        await end_driver(driver)
         await self.end_session()
 
     async def dispose(self) -> None:
@@ -271,7 +271,7 @@ class LoopAgent:
         # Stop the running driver first (the turn records its end); the scope's undo
         # ends the session (every disposal waits for it). An idle agent has no driver.
         if self._driver is not None:
-            await self._driver.ended()
+            await end_driver(self._driver)
         await self._scope.dispose()
 
     # -- the driver ---------------------------------------------------------------------

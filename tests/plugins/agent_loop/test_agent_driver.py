@@ -33,11 +33,11 @@ async def test_a_driver_that_fails_is_logged_and_the_agent_still_disposes(
             driver = agent._driver
             assert driver is not None
             await started.wait()
-            await driver.ended()
+            await driver.wait()
         (record,) = [rec for rec in caplog.records if rec.name == "dsh.agent-loop"]
         assert record.getMessage() == "the driver of agent 'main' failed"
         assert isinstance(record.exc_info and record.exc_info[1], RuntimeError)
-        await agent.dispose()  # the ended driver is not waited for again
+        await agent.dispose()  # its ended driver is waited for at once
         assert root.agents.get("main") is None
 
 
@@ -54,5 +54,5 @@ async def test_the_driver_task_is_named_after_the_agent(monkeypatch: pytest.Monk
         agent.send("hi")
         driver = agent._driver
         assert driver is not None
-        await driver.ended()
+        await driver.wait()
         assert names == ["dsh agent main"]
