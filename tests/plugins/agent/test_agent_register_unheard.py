@@ -3,6 +3,9 @@ factory's plain-undo registration, which leaves the heard case to ``register``."
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import pytest
 
 from dsh import Context, Disposer
@@ -12,11 +15,16 @@ from tests.plugins.agent.test_agent_registry import FakeAgent
 pytestmark = pytest.mark.anyio
 
 
-async def test_an_unheard_registration_still_returns_its_disposer() -> None:
+@asynccontextmanager
+async def quiet_registry() -> AsyncIterator[tuple[Context, AgentRegistry, FakeAgent]]:
+    """A registry nobody listens to, and an agent "a" not registered yet."""
     async with Context() as root:
         await root.plugin(AgentRegistry)
-        agents: AgentRegistry = root.agents
-        agent = FakeAgent("a", root)
+        yield root, root.agents, FakeAgent("a", root)
+
+
+async def test_an_unheard_registration_still_returns_its_disposer() -> None:
+    async with quiet_registry() as (_, agents, agent):
         disposer = agents.register(agent)
         assert isinstance(disposer, Disposer)
         assert agents.get("a") is agent
@@ -25,10 +33,7 @@ async def test_an_unheard_registration_still_returns_its_disposer() -> None:
 
 
 async def test_the_factorys_registration_is_a_plain_undo_unless_heard() -> None:
-    async with Context() as root:
-        await root.plugin(AgentRegistry)
-        agents: AgentRegistry = root.agents
-        agent = FakeAgent("a", root)
+    async with quiet_registry() as (root, agents, agent):
         undo = agents._register_undo(agent)
         assert undo is not None
         assert not isinstance(undo, Disposer)
