@@ -8,7 +8,7 @@ import logging
 import anyio
 import pytest
 
-from dsh import Context
+from dsh import Context, InactiveContextError
 from dsh_agent_core import AgentCore
 from dsh_agent_loop import LoopAgent
 
@@ -56,3 +56,26 @@ async def test_the_driver_task_is_named_after_the_agent(monkeypatch: pytest.Monk
         assert driver is not None
         await driver.wait()
         assert names == ["dsh agent main"]
+
+
+async def test_a_message_refused_by_a_closing_scope_is_not_queued(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with Context() as root:
+        await root.plugin(AgentCore, {"model": "scripted"})
+        agent: LoopAgent = root.agents.get("main")
+        refused: list[BaseException] = []
+
+        def send_late() -> None:
+            # Undone before the agent's close: its scope takes no new effects by now.
+            try:
+                agent.send("too late")
+            except InactiveContextError as exc:
+                refused.append(exc)
+
+        agent.ctx.effect(lambda: send_late)
+        await agent.ctx.fiber.dispose()  # the scope's undo, not ``agent.dispose()``
+        assert len(refused) == 1
+        assert agent._inbox == []
+        assert agent._driver is None
+        await agent.when_idle()  # nothing is queued: it returns at once
