@@ -16,6 +16,7 @@ from ._events import Event, EventBus
 from ._plugin import PluginSpec, plugin_spec
 
 if TYPE_CHECKING:
+    from anyio import TaskHandle
     from anyio.abc import TaskGroup
 
     from ._fiber import Fiber
@@ -109,10 +110,13 @@ class Runtime:
             )
         return tg
 
-    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]], name: str) -> TaskHandle[None]:
         """Run ``fn`` in the root task group, as a task called ``name`` (given, so
-        that anyio does not work one out); it must handle its own errors."""
-        self.require_open().start_soon(fn, name=name)
+        that anyio does not work one out); it must handle its own errors. Returns the
+        task's handle (``cancel()`` cancels the task's own scope, ``wait()``)."""
+        group = self.require_open()
+        # What ``start_soon`` does, without its two helpers (the name is given).
+        return group.create_task(fn(), name=name)
 
     # -- transitions --------------------------------------------------------------------
 

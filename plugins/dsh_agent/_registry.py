@@ -234,16 +234,32 @@ class AgentRegistry(Service):
         the error reaches the caller) and, on removal, ``agent/disposed``. A taken id
         raises :class:`AgentError`.
         """
-        if agent.id in self._agents:
-            raise AgentError(f'agent "{agent.id}" is already registered')
+        self._refuse_taken(agent)
 
         def body() -> Iterator[Callable[[], None]]:
-            self._agents[agent.id] = agent
-            yield functools.partial(self._unregister, agent)
+            yield self._hold(agent)
             if self._created_event.heard(agent):
                 self.home_ctx.emit("agent/created", agent, scope=agent)
 
         return self.ctx.effect(body, label=f"agent {agent.id}")
+
+    def _refuse_taken(self, agent: Agent) -> None:
+        if agent.id in self._agents:
+            raise AgentError(f'agent "{agent.id}" is already registered')
+
+    def _hold(self, agent: Agent) -> Callable[[], None]:
+        self._agents[agent.id] = agent
+        return functools.partial(self._unregister, agent)
+
+    def _register_undo(self, agent: Agent) -> Callable[[], None] | None:
+        """:meth:`register` for the agent factory, whose own effect holds what it
+        returns: the undo, as a plain callable (no effect of its own). None, with
+        nothing done, when ``agent/created`` is heard: then :meth:`register` it (a
+        listener that raises rolls the registration back)."""
+        if self._created_event.heard(agent):
+            return None
+        self._refuse_taken(agent)
+        return self._hold(agent)
 
     def _unregister(self, agent: Agent) -> None:
         del self._agents[agent.id]

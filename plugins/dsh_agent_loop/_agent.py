@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from dsh import Context, Disposer, DshError
+from dsh import Context, DshError
 from dsh_agent import AgentError, AgentTypeError, NoModelError, StepBlocked, assemble_context_for
 from dsh_llm import LlmError, LlmRequest, Message, Usage
 from dsh_scope import Scope
 from dsh_session import Session, SessionFencedError
 from dsh_system_prompt import read_tools, render_prompt
 
+from ._driver import end_driver, start_driver
 from ._hearing import Hearing, hearing
 from ._limits import check_turn_limits
 from ._step_hooks import filter_request, pre_step, recover, turn_stop, user_prompt
@@ -148,9 +149,9 @@ class LoopAgent:
         self._usage = NO_USAGE
         #: The part of it the loop estimated (steps whose server reported no usage).
         self._estimated = NO_USAGE
-        #: The driver: an effect of the scope started by a message while none runs;
-        #: it ends (and leaves the scope) when the agent goes idle.
-        self._driver: Disposer | None = None
+        #: The driver: a task started by a message while none runs; it ends when the
+        #: agent goes idle.
+        self._driver: anyio.TaskHandle[None] | None = None
         #: Whether ``session/start`` was dispatched and ``session/end`` not yet.
         self._in_session = False
 
@@ -210,9 +211,12 @@ class LoopAgent:
         self._refuse_if_fenced()
         if self._disposed:
             raise AgentError(f'agent "{self.id}" is disposed; it takes no more messages')
-        self._inbox.append(messages)
         if self._driver is None:
-            self._driver = self.ctx.effect(self.drive, label=f"agent {self.id}")
+            # Like an effect, it is refused once the scope is being undone. (The task
+            # starts later: the message is queued for it below.)
+            self._scope.fiber.check_alive()
+            self._driver = start_driver(self)
+        self._inbox.append(messages)
 
     def cancel(self) -> None:
         """Abort the running turn (reason ``aborted``/``user``) and drop the queue;
@@ -246,10 +250,11 @@ class LoopAgent:
         if driver is None:
             # Idle: only a heard ``session/end`` is left to wait for.
             return self._notify("session/end") if self._leave_session() else None
+        driver.cancel()  # now, as the rest of the scope's undo starts
         return self._stop(driver)
 
-    async def _stop(self, driver: Disposer) -> None:
-        await driver()
+    async def _stop(self, driver: anyio.TaskHandle[None]) -> None:
+        await end_driver(driver)
         await self.end_session()
 
     async def dispose(self) -> None:
@@ -266,7 +271,7 @@ class LoopAgent:
         # Stop the running driver first (the turn records its end); the scope's undo
         # ends the session (every disposal waits for it). An idle agent has no driver.
         if self._driver is not None:
-            await self._driver()
+            await end_driver(self._driver)
         await self._scope.dispose()
 
     # -- the driver ---------------------------------------------------------------------

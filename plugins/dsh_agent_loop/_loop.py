@@ -86,6 +86,9 @@ class AgentLoop(Plugin):
         #: The registry, read through the loop's own view (the loop injects it: a new
         #: registry restarts the loop); what registers through it uses the caller's.
         self._registry = ctx.agents
+        #: The session store, the same way (what enters it through the loop is held
+        #: by the agent's own effect, see ``create_agent``).
+        self._sessions = ctx.sessions
         self._agents: dict[LoopAgent, None] = {}
         #: The bus, whose count of changes revalidates each agent's :class:`Hearing`.
         self.events = events = ctx.events
@@ -234,7 +237,11 @@ class AgentLoop(Plugin):
         """
         agents = self._registry
         if id is None:
-            id = next(i for i in (f"agent-{n}" for n in self._ids) if agents.get(i) is None)
+            while True:  # the first free one
+                free = f"agent-{next(self._ids)}"
+                if agents.get(free) is None:
+                    break
+            id = free
         given: object = id
         if not isinstance(given, str) or not given:
             raise AgentArgumentError(f"an agent id must be a non-empty string, got {id!r}")
@@ -270,7 +277,7 @@ class AgentLoop(Plugin):
         scope = create_scope(owner, agent)
         agent._scope = scope
         agent.ctx = actx = scope.ctx
-        sessions = actx.sessions
+        sessions = self._sessions
         # A session that is not in the store yet (new, or loaded for a resume) joins it
         # with the agent and leaves with it.
         own_session = session is None or sessions.get(session.id) is not session
@@ -289,14 +296,16 @@ class AgentLoop(Plugin):
             # driver task, started by the first message, is an effect of the scope
             # made after this one: it stops (the running turn records its end) first.
             if own_session:
-                yield sessions.enter(agent.session)
+                held = sessions._enter_undo(agent.session, agent)
+                yield held if held is not None else actx.sessions.enter(agent.session)
             if persona is not None:
                 yield actx.system_prompt.section(
                     PromptSection(name="deployment:persona", order=0, text=persona)
                 )
             self._agents[agent] = None
             yield lambda: self._agents.pop(agent, None)
-            yield actx.agents.register(agent)
+            registered = agents._register_undo(agent)
+            yield registered if registered is not None else actx.agents.register(agent)
             yield agent._close
 
         try:

@@ -7,7 +7,9 @@ event dispatch filters listeners by it (``scope=`` on every dispatch method).
 
 from __future__ import annotations
 
+import functools
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from dsh import Context, DshError, Fiber
@@ -31,8 +33,19 @@ class ScopeKeyError(DshError, TypeError):
 _LIVE: weakref.WeakKeyDictionary[Any, dict[int, Scope]] = weakref.WeakKeyDictionary()
 
 
-def _scope_fiber(ctx: Context, config: None) -> None:
-    """The plugin behind a scope: it only owns what is registered through it."""
+def _scope_fiber(ctx: Context, config: None) -> Callable[[], None]:
+    """The plugin behind a scope: it only owns what is registered through it. Its one
+    undo, the scope's first effect (so undone last), frees the key."""
+    fiber = ctx.fiber
+    return functools.partial(_free, _LIVE[fiber.runtime], id(ctx.scope), fiber)
+
+
+def _free(live: dict[int, Scope], key_id: int, fiber: Fiber) -> None:
+    """Take the key off ``live`` unless another scope holds it by now (this one left
+    the table already when its fiber was restarted)."""
+    scope = live.get(key_id)
+    if scope is not None and scope.fiber is fiber:
+        del live[key_id]
 
 
 # One stable name for every scope fiber: a name per key would create a logger per key,
@@ -71,13 +84,7 @@ def create_scope(ctx: Context, key: object) -> Scope:
         raise ScopeError(f"scope {key!r} is already live; dispose it before creating another")
     # Loaded before this returns (its body is empty): the scope is active at once.
     fiber = ctx.scoped(key)._plugin(_scope_fiber, now=True)
-    scope = Scope(key, fiber)
-    live[id(key)] = scope
-
-    def close() -> None:
-        del live[id(key)]
-
-    fiber.ctx.effect(lambda: close, label="scope registration")
+    scope = live[id(key)] = Scope(key, fiber)
     return scope
 
 

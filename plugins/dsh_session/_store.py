@@ -178,23 +178,37 @@ class Sessions(Service):
         exact disposer. From now on its appends publish ``session/event``; on removal
         they stop and ``session/disposed`` is emitted. A live id raises
         :class:`SessionError`."""
-        sid = session.id
-        if sid in self._live:
-            raise SessionError(f'session "{sid}" already exists')
-
+        self._refuse_live(session)
         scope = self.ctx.scope
 
         def body() -> Iterator[Callable[[], None]]:
-            self._live[sid] = session
-            session._on_append = self._publish
-            session._declared = self._declared
-            session._scope = scope
-            session._audience = self._audience
-            yield functools.partial(self._drop, session)
+            yield self._hold(session, scope)
             if self._created_event.heard(scope):
                 self.home_ctx.emit("session/created", session, scope=scope)
 
-        return self.ctx.effect(body, label=f"session {sid}")
+        return self.ctx.effect(body, label=f"session {session.id}")
+
+    def _refuse_live(self, session: Session) -> None:
+        if session.id in self._live:
+            raise SessionError(f'session "{session.id}" already exists')
+
+    def _hold(self, session: Session, scope: object) -> Callable[[], None]:
+        self._live[session.id] = session
+        session._on_append = self._publish
+        session._declared = self._declared
+        session._scope = scope
+        session._audience = self._audience
+        return functools.partial(self._drop, session)
+
+    def _enter_undo(self, session: Session, scope: object) -> Callable[[], None] | None:
+        """:meth:`enter` for the agent factory, whose own effect (of ``scope``'s
+        fiber) holds what it returns: the undo, as a plain callable (no effect of its
+        own). None, with nothing done, when ``session/created`` is heard in ``scope``:
+        then :meth:`enter` it (a listener that raises rolls the entry back)."""
+        if self._created_event.heard(scope):
+            return None
+        self._refuse_live(session)
+        return self._hold(session, scope)
 
     def _drop(self, session: Session) -> None:
         del self._live[session.id]
