@@ -354,14 +354,13 @@ class EventLog(Sequence[SessionEvent]):
         #: The seq0 and the row index of every run, in order.
         self._run_seqs: list[int] = []
         self._run_rows: list[int] = []
-        self._len = 0
+        length = len(self._rows)  # one each, and a run its chunks
         for i, row in enumerate(self._rows):
             if type(row) is ChunkRun:
                 self._run_seqs.append(row.seq0)
                 self._run_rows.append(i)
-                self._len += len(row)
-            else:
-                self._len += 1
+                length += len(row) - 1
+        self._len = length
 
     def rows(self) -> Sequence[_Row]:
         """The rows as stored: plain events and :class:`ChunkRun` s, in order."""
