@@ -59,6 +59,7 @@ import anyio
 import anyio.lowlevel
 
 import dsh
+from bench._call_count import count_calls
 from bench._step_dsh import dsh_outcome, make_dsh
 from bench._step_peers import floor_outcome, floor_run, make_oai, make_pai, oai_outcome, pai_outcome
 from bench._step_script import (
@@ -271,6 +272,22 @@ async def profile_dsh(
         body = out.getvalue()
         print(f"\n-- top {top} by {key} --")
         print(body[body.index("   ncalls") :].rstrip())
+    await print_counts(batched(run, n, runs), per, unit, top)
+
+
+async def print_counts(
+    runs: Callable[[], Awaitable[object]], per: int, unit: str, top: int
+) -> None:
+    """The same runs' calls counted by code object (each generated ``__init__`` apart)."""
+    counts, builtin = await count_calls(runs)
+    made = sum(v for k, v in counts.items() if k.endswith("(generated)"))
+    print(
+        f"\ncounted by code object: {counts.total() / per:.1f} Python calls per {unit} "
+        f"({made / per:.1f} of them generated __init__s), {builtin / per:.1f} built-in calls"
+    )
+    print(f"-- top {top} by calls per {unit} --")
+    for name, count in counts.most_common(top):
+        print(f"  {count / per:7.2f}  {name}")
 
 
 def versions() -> str:
