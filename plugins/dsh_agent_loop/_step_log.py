@@ -31,7 +31,7 @@ def log_messages(session: Session, turn: int, step: int, messages: Sequence[Mess
     for message in messages:
         session.append(
             "user/message",
-            {"turn": turn, "step": step, "message": message.to_json()},
+            {"turn": turn, "step": step, "message": message},  # encoded where read
             message=message,
         )
 
@@ -65,7 +65,7 @@ def record_answer(
     one), then its ``usage/step``: the reported usage, else an estimate marked
     ``estimated: true``. The agent's usage grows by it; returns its turn tokens."""
     message = result.message
-    data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
+    data: dict[str, Any] = {"turn": turn, "step": step, "message": message}  # encoded where read
     usage = result.usage
     step_data: dict[str, Any] = {"turn": turn, "step": step}
     if usage is not None:
@@ -144,6 +144,6 @@ def _keep_partial(session: Session, turn: int, step: int, assembler: BlockAssemb
         message = Message("assistant", tuple(kept))
         session.append(
             "assistant/message",
-            {"turn": turn, "step": step, "message": message.to_json(), "interrupted": True},
+            {"turn": turn, "step": step, "message": message, "interrupted": True},
             message=message,
         )

@@ -169,7 +169,10 @@ def _builder(keys: tuple[str, ...]) -> Callable[..., SessionEvent]:
 def plain_event(
     seq: int, type: str, time: float, data: Mapping[str, Any], message: Message | None = None
 ) -> SessionEvent:
-    """The builder of any other data: kept as given."""
+    """The builder of any other data: kept as given (but for a ``message`` given in
+    place of its encoding, which is encoded)."""
+    if type in _MESSAGE_TYPES and data.get("message") is message and message is not None:
+        data = {**data, "message": message.to_json()}
     return SessionEvent(seq, type, time, data)
 
 

@@ -146,16 +146,16 @@ class ChunkRun:
     def add(self, chunk: Chunk, when: float) -> float:
         """Record ``chunk``, received at ``when``; returns the time it is kept with
         (``when`` to the millisecond, counted from the run's first chunk)."""
-        if self._count:
-            # Never negative: a clock that went back keeps the members in order.
-            gap = max(0, round((when - self.time0) * 1000) - self._total)
-            if gap < 0x100:  # most gaps: a byte, whatever the array's type code
-                self._gaps.append(gap)  # type: ignore[union-attr]  # open: an array
-                self._total += gap
-            else:
-                self._stamp(gap)
-        else:
+        total = self._total
+        gap = round((when - self.time0) * 1000) - total if self._count else 0
+        if gap <= 0:  # the first member, or a clock that went back: kept in order
             self._gaps.append(0)  # type: ignore[union-attr]  # open: an array
+        elif gap < 0x100:  # most gaps: a byte, whatever the array's type code
+            self._gaps.append(gap)  # type: ignore[union-attr]  # open: an array
+            total = self._total = total + gap
+        else:
+            self._stamp(gap)
+            total = self._total
         kind = type(chunk)
         if kind is TextDelta or kind is ReasoningDelta:
             text: object = chunk.text  # type: ignore[union-attr]  # a delta, checked above
@@ -165,9 +165,13 @@ class ChunkRun:
             text = None
         if type(text) is str:
             self._delta(chunk.type, chunk.index, text)  # type: ignore[union-attr]
-        else:
-            self._single(chunk)
-        return self._at(self._total)
+        else:  # as _single does (without the call: most chunks of a step)
+            segments = self._segments
+            if segments and type(segments[-1]) is _Deltas:
+                segments[-1].close()
+            segments.append(chunk)
+            self._count += 1
+        return self.time0 + total / 1000 if total else self.time0
 
     def _delta(self, kind: str, index: int, text: str) -> None:
         segments = self._segments

@@ -207,6 +207,8 @@ class Session:
         ``message``: for a ``user/message`` or ``assistant/message``, the
         :class:`~dsh_llm.Message` that ``data["message"]`` encodes, when the caller has
         it; the history takes it (and the event keeps it) instead of ``data["message"]``.
+        ``data["message"]`` may then be ``message`` itself: the session encodes it
+        where it is read (or, for data of no built-in shape, at once).
         """
         if type not in EVENT_TYPES and type not in self._declared:
             known = ", ".join(sorted({*EVENT_TYPES, *self._declared}))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import dsh_llm as llm
-from dsh_session import Session, SessionHeader, message_of
+from dsh_session import Session, SessionEvent, SessionHeader, message_of
 from tests.plugins.session.session_support import fresh
 
 
@@ -54,3 +54,14 @@ def test_a_message_event_without_a_message_fails_the_history() -> None:
     session.append("user/message", {"turn": 1, "step": 1})
     with pytest.raises(KeyError):
         session.history()
+
+
+@pytest.mark.parametrize("extra", [{}, {"note": "not a built-in shape"}])
+def test_a_message_handed_over_in_place_of_its_encoding_is_encoded(extra: dict[str, str]) -> None:
+    session = fresh()
+    message = llm.Message.user("hello")
+    data = {"turn": 1, "step": 1, "message": message, **extra}
+    event = session.append("user/message", data, message=message)
+    assert event.data == {"turn": 1, "step": 1, "message": message.to_json(), **extra}
+    assert session.history() == (message,)
+    assert SessionEvent.from_json(event.to_json()) == event
