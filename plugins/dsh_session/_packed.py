@@ -101,6 +101,7 @@ class ChunkRun:
     __slots__ = (
         "_count",
         "_gaps",
+        "_packs",
         "_segments",
         "_total",
         "open",
@@ -123,6 +124,8 @@ class ChunkRun:
         self._gaps: Counts = array("B")
         self._total = 0
         self._segments: list[_Deltas | _Single] = []
+        #: Whether a segment packs deltas (only such a run has texts to share).
+        self._packs = False
 
     def __len__(self) -> int:
         return self._count
@@ -183,6 +186,7 @@ class ChunkRun:
                 return
             last.close()
         segments.append(_Deltas(kind, index, text))
+        self._packs = True
         self._count += 1
 
     def _single(self, single: _Single) -> None:

@@ -221,7 +221,7 @@ class Session:
         run = rows[-1] if rows else None
         if builtins.type(run) is ChunkRun:  # an event after a run of chunks closes it
             run.close()
-            if message is not None and type == "assistant/message":
+            if message is not None and run._packs and type == "assistant/message":
                 # The step's deltas and its answer hold the same text: keep it once.
                 run.share(_texts(message))
         rows.append(event)
