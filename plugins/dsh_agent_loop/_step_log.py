@@ -112,26 +112,28 @@ async def _from_adapter(
     events: ``llm.direct``), pushed ``into`` the step's assembler and ended as
     ``llm.stream`` ends it when the adapter raises."""
     opened: Any = None
-    chunks: Any = None
+    following: Any = None  # the stream's __anext__
     failure: Chunk | None = None
     try:
         try:
             opened = adapter.stream(request)
-            chunks = aiter(opened)
+            following = aiter(opened).__anext__
         except Exception as exc:
             failure = adapter_failure(exc)
+        # Looked up once: each chunk takes these three calls.
+        append, push = session.append_chunk, into.push
         while failure is None:
             try:
-                chunk = await chunks.__anext__()
+                chunk = await following()
             except StopAsyncIteration:
                 return
             except Exception as exc:
                 failure = adapter_failure(exc)
                 break
-            session.append_chunk(turn, step, chunk)  # packed with the step's others
-            into.push(chunk)
-        session.append_chunk(turn, step, failure)
-        into.push(failure)
+            append(turn, step, chunk)  # packed with the step's others
+            push(chunk)
+        append(turn, step, failure)
+        push(failure)
     finally:
         aclose = getattr(opened, "aclose", None)
         if aclose is not None:
