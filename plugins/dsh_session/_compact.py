@@ -94,9 +94,11 @@ class _CompactMessage(_Compact):
         data["message"] = data["message"].to_json()
         return data
 
+    #: The slot each shape of this base has (they all hold a ``message``).
+    _message: Message
+
     def _kept_message(self) -> Message:
-        message: Message = self._value("message")
-        return message
+        return self._message
 
 
 #: What every builder sets: the allocator and the setters of the inherited fields.
