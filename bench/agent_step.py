@@ -1,7 +1,9 @@
 """Agent step benchmark: framework overhead per tool step, beside two peers and a floor.
 
 Run: ``.venv/bin/python -m bench.agent_step`` (asyncio backend; needs the ``bench`` extra;
-``--quick`` for a smoke run, ``--profile`` to also profile dsh at N=100; ``--run-profile``
+``--quick`` for a smoke run, ``--profile`` to also profile dsh at N=100, ``--cpu`` to
+time CPU (``time.process_time``, which a loaded machine inflates less) instead of wall
+time; ``--run-profile``
 for dsh alone: the Python calls and CPU time of a whole run at N=1, its fixed cost).
 
 One run is one user prompt, then N tool steps (the model asks for the ``echo`` tool with a
@@ -59,6 +61,7 @@ import anyio
 import anyio.lowlevel
 
 import dsh
+from bench._call_count import count_calls
 from bench._step_dsh import dsh_outcome, make_dsh
 from bench._step_peers import floor_outcome, floor_run, make_oai, make_pai, oai_outcome, pai_outcome
 from bench._step_script import (
@@ -128,8 +131,10 @@ async def measure_steps(
     runs: dict[str, Callable[[], Awaitable[object]]],
     sizes: dict[int, int],
     rounds: int,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    """Median and p95 seconds per run of each impl at each N (``sizes``: N -> batch)."""
+    """Median and p95 seconds per run of each impl at each N (``sizes``: N -> batch),
+    by ``clock``."""
     medians: dict[str, dict[str, float]] = {name: {} for name in runs}
     p95s: dict[str, dict[str, float]] = {name: {} for name in runs}
     for n, batch in sizes.items():
@@ -137,7 +142,7 @@ async def measure_steps(
         check = checker(n)
         for name, fn in fns.items():  # warm-up, checked too
             check(name, await fn())
-        samples = await sample_async(fns, rounds, check)
+        samples = await sample_async(fns, rounds, check, clock=clock)
         for name, values in samples.items():
             per_run = [v / batch for v in values]
             medians[name][f"N={n}"] = statistics.median(per_run)
@@ -271,6 +276,22 @@ async def profile_dsh(
         body = out.getvalue()
         print(f"\n-- top {top} by {key} --")
         print(body[body.index("   ncalls") :].rstrip())
+    await print_counts(batched(run, n, runs), per, unit, top)
+
+
+async def print_counts(
+    runs: Callable[[], Awaitable[object]], per: int, unit: str, top: int
+) -> None:
+    """The same runs' calls counted by code object (each generated ``__init__`` apart)."""
+    counts, builtin = await count_calls(runs)
+    made = sum(v for k, v in counts.items() if k.endswith("(generated)"))
+    print(
+        f"\ncounted by code object: {counts.total() / per:.1f} Python calls per {unit} "
+        f"({made / per:.1f} of them generated __init__s), {builtin / per:.1f} built-in calls"
+    )
+    print(f"-- top {top} by calls per {unit} --")
+    for name, count in counts.most_common(top):
+        print(f"  {count / per:7.2f}  {name}")
 
 
 def versions() -> str:
@@ -312,11 +333,12 @@ async def run_profile(quick: bool) -> None:
         await profile_dsh(run, batch, 40, n=1)
 
 
-async def main(quick: bool, profile: bool) -> None:
+async def main(quick: bool, profile: bool, cpu: bool = False) -> None:
     rounds = 3 if quick else 25
     sizes = {1: 2, 10: 1, 100: 1} if quick else {1: 20, 10: 4, 100: 1}
     print(f"dsh agent-step benchmark ({versions()})")
     print(f"backend asyncio; {rounds} interleaved rounds; runs per sample {sizes} (N: runs)")
+    clock = time.process_time if cpu else time.perf_counter
     async with dsh.Context() as root:
         runs = {
             FLOOR: floor_run,
@@ -329,13 +351,13 @@ async def main(quick: bool, profile: bool) -> None:
         # collections (whichever impl triggers them) from landing in random samples.
         gc.collect()
         gc.freeze()
-        medians, p95s = await measure_steps(runs, sizes, rounds)
+        medians, p95s = await measure_steps(runs, sizes, rounds, clock)
         for values in medians.values():
             values["step 1-10"] = (values["N=10"] - values["N=1"]) / 9
             values["step 10-100"] = (values["N=100"] - values["N=10"]) / 90
         rows: list[Row] = [(name, medians[name]) for name in IMPLS]
         print_table(
-            "one prompt -> N echo tool steps -> final text, per run; "
+            f"one prompt -> N echo tool steps -> final text, per run ({'CPU' if cpu else 'wall'}); "
             "'step a-b' = cost of one extra tool step between N=a and N=b",
             list(medians[FLOOR]),
             rows,
@@ -389,4 +411,5 @@ if __name__ == "__main__":
     if "--run-profile" in sys.argv:
         anyio.run(run_profile, "--quick" in sys.argv, backend="asyncio")
     else:
-        anyio.run(main, "--quick" in sys.argv, "--profile" in sys.argv, backend="asyncio")
+        flags = ("--quick" in sys.argv, "--profile" in sys.argv, "--cpu" in sys.argv)
+        anyio.run(main, *flags, backend="asyncio")

@@ -31,7 +31,7 @@ def log_messages(session: Session, turn: int, step: int, messages: Sequence[Mess
     for message in messages:
         session.append(
             "user/message",
-            {"turn": turn, "step": step, "message": message.to_json()},
+            {"turn": turn, "step": step, "message": message},  # encoded where read
             message=message,
         )
 
@@ -65,7 +65,7 @@ def record_answer(
     one), then its ``usage/step``: the reported usage, else an estimate marked
     ``estimated: true``. The agent's usage grows by it; returns its turn tokens."""
     message = result.message
-    data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
+    data: dict[str, Any] = {"turn": turn, "step": step, "message": message}  # encoded where read
     usage = result.usage
     step_data: dict[str, Any] = {"turn": turn, "step": step}
     if usage is not None:
@@ -112,26 +112,28 @@ async def _from_adapter(
     events: ``llm.direct``), pushed ``into`` the step's assembler and ended as
     ``llm.stream`` ends it when the adapter raises."""
     opened: Any = None
-    chunks: Any = None
+    following: Any = None  # the stream's __anext__
     failure: Chunk | None = None
     try:
         try:
             opened = adapter.stream(request)
-            chunks = aiter(opened)
+            following = aiter(opened).__anext__
         except Exception as exc:
             failure = adapter_failure(exc)
+        # Looked up once: each chunk takes these three calls.
+        append, push = session.append_chunk, into.push
         while failure is None:
             try:
-                chunk = await chunks.__anext__()
+                chunk = await following()
             except StopAsyncIteration:
                 return
             except Exception as exc:
                 failure = adapter_failure(exc)
                 break
-            session.append_chunk(turn, step, chunk)  # packed with the step's others
-            into.push(chunk)
-        session.append_chunk(turn, step, failure)
-        into.push(failure)
+            append(turn, step, chunk)  # packed with the step's others
+            push(chunk)
+        append(turn, step, failure)
+        push(failure)
     finally:
         aclose = getattr(opened, "aclose", None)
         if aclose is not None:
@@ -144,6 +146,6 @@ def _keep_partial(session: Session, turn: int, step: int, assembler: BlockAssemb
         message = Message("assistant", tuple(kept))
         session.append(
             "assistant/message",
-            {"turn": turn, "step": step, "message": message.to_json(), "interrupted": True},
+            {"turn": turn, "step": step, "message": message, "interrupted": True},
             message=message,
         )

@@ -17,6 +17,7 @@ from typing import Any
 
 from dsh import DshError
 
+from ._fast_init import fast_init
 from ._types import (
     BLOCK_TYPES,
     Block,
@@ -47,6 +48,7 @@ class AssemblyError(DshError, ValueError):
     code = "ASSEMBLY_INVARIANT"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class AssembledMessage:
     """The outcome of one stream."""

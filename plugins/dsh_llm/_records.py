@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ._checks import _COUNT, _INT, _STR, _Check, _Record
+from ._fast_init import fast_init
 
 __all__ = ["LlmFailure", "Usage", "add_usage"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LlmFailure(_Record):
     """Why a model call failed: a readable message and a stable code."""
@@ -30,6 +32,7 @@ class LlmFailure(_Record):
     request_id: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage(_Record):
     """Token counts; cache reads are not included in ``input_tokens``."""

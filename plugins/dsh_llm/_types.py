@@ -29,6 +29,7 @@ from ._checks import (
     _one_of,
     _record,
 )
+from ._fast_init import fast_init
 from ._records import LlmFailure, Usage, add_usage
 
 __all__ = [
@@ -89,6 +90,7 @@ class LlmError(DshError, RuntimeError):
 # -- content blocks -----------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TextBlock:
     """Text the model wrote, or text a user sent."""
@@ -97,6 +99,7 @@ class TextBlock:
     type: Literal["text"] = field(default="text", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ReasoningBlock:
     """The model's reasoning (DeepSeek's ``reasoning_content``, Anthropic's thinking).
@@ -111,6 +114,7 @@ class ReasoningBlock:
     type: Literal["reasoning"] = field(default="reasoning", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallBlock:
     """A tool call; ``arguments`` is the raw JSON text the model produced."""
@@ -121,6 +125,7 @@ class ToolCallBlock:
     type: Literal["tool-call"] = field(default="tool-call", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolResultBlock:
     """The result of one tool call, sent back to the model."""
@@ -162,6 +167,7 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
 # -- messages and requests ----------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message of the history: ``user``, ``assistant`` or ``tool`` (results)."""
@@ -254,6 +260,7 @@ def _plain_message(data: object) -> Message | None:
     return Message(role, tuple(blocks))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LlmRequest:
     """One model call: which model, the system prompt, the history and the tools."""
@@ -271,6 +278,7 @@ class LlmRequest:
 # -- stream chunks ------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class BlockStart:
     """Block ``index`` begins; it holds ``block_type`` content."""
@@ -280,6 +288,7 @@ class BlockStart:
     type: Literal["block-start"] = field(default="block-start", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     """More text for text block ``index``."""
@@ -289,6 +298,7 @@ class TextDelta:
     type: Literal["text-delta"] = field(default="text-delta", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     """More reasoning for reasoning block ``index``."""
@@ -298,6 +308,7 @@ class ReasoningDelta:
     type: Literal["reasoning-delta"] = field(default="reasoning-delta", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallDelta:
     """A fragment of a tool call: the id and name arrive once, arguments in pieces."""
@@ -309,6 +320,7 @@ class ToolCallDelta:
     type: Literal["tool-call-delta"] = field(default="tool-call-delta", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class BlockEnd:
     """The block at ``index`` is complete (``block`` is its final form, if known)."""
@@ -318,6 +330,7 @@ class BlockEnd:
     type: Literal["block-end"] = field(default="block-end", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class UsageChunk:
     """The call's token counts (before the finish)."""
@@ -326,6 +339,7 @@ class UsageChunk:
     type: Literal["usage"] = field(default="usage", init=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Finish:
     """The end of a stream: ``reason`` is one of :data:`FINISH_REASONS`.

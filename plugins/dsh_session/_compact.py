@@ -53,6 +53,8 @@ class _Compact(SessionEvent):
     _keys: ClassVar[tuple[str, ...]]
     #: All the slots' values in one call (a tuple even for one slot).
     _values: ClassVar[operator.attrgetter[tuple[Any, ...]]]
+    #: The slot of each key.
+    _slots: ClassVar[dict[str, Any]]
 
     def __new__(cls, seq: int, type: str, time: float, data: Mapping[str, Any]) -> Any:
         # What dataclasses.replace calls: the event of the new fields, compact or not.
@@ -64,6 +66,9 @@ class _Compact(SessionEvent):
     @property
     def data(self) -> dict[str, Any]:
         return dict(zip(self._keys, self._values(self), strict=False))
+
+    def _value(self, key: str) -> Any:
+        return self._slots[key].__get__(self)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -89,6 +94,12 @@ class _CompactMessage(_Compact):
         data["message"] = data["message"].to_json()
         return data
 
+    #: The slot each shape of this base has (they all hold a ``message``).
+    _message: Message
+
+    def _kept_message(self) -> Message:
+        return self._message
+
 
 #: What every builder sets: the allocator and the setters of the inherited fields.
 _FIELD_SETTERS = {
@@ -106,7 +117,17 @@ def _shape_class(keys: tuple[str, ...], base: type[_Compact]) -> type[_Compact]:
         "_values": operator.attrgetter(*slots, slots[0]),
     }
     kind: type[_Compact] = builtins.type(f"{base.__name__}_{'_'.join(keys)}", (base,), namespace)
+    kind._slots = {key: kind.__dict__[slot] for key, slot in zip(keys, slots, strict=True)}
+    if "message" in keys and base is _Compact:  # its message decoded from the slot itself
+        kind._kept_message = _decoder(kind._slots["message"].__get__)  # type: ignore[method-assign,assignment]
     return kind
+
+
+def _decoder(get: Callable[[_Compact], Any]) -> Callable[[_Compact], Message]:
+    def kept_message(self: _Compact) -> Message:
+        return Message.from_json(get(self))
+
+    return kept_message
 
 
 def _body(
@@ -150,7 +171,10 @@ def _builder(keys: tuple[str, ...]) -> Callable[..., SessionEvent]:
 def plain_event(
     seq: int, type: str, time: float, data: Mapping[str, Any], message: Message | None = None
 ) -> SessionEvent:
-    """The builder of any other data: kept as given."""
+    """The builder of any other data: kept as given (but for a ``message`` given in
+    place of its encoding, which is encoded)."""
+    if type in _MESSAGE_TYPES and data.get("message") is message and message is not None:
+        data = {**data, "message": message.to_json()}
     return SessionEvent(seq, type, time, data)
 
 

@@ -40,6 +40,8 @@ _NIBBLES = bytes(range(16))
 
 def pack(values: list[int] | array[int]) -> Counts:
     """``values`` (non-negative), two to a byte when they are all below 16."""
+    if not any(values):  # all 0 (the gaps of a fast stream): zero bytes, as below
+        return bytes((len(values) + 1) // 2)
     small = _as_bytes(values)
     if small is None or small.translate(None, _NIBBLES):  # a count of 16 or more
         return array(narrowest(max(values, default=0)), values)

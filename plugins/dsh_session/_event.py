@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh import DshError
+from dsh_llm import Message
 
 __all__ = ["OpaqueEvent", "SessionError", "SessionEvent"]
 
@@ -36,6 +37,16 @@ class SessionEvent:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SessionEvent:
         return cls(data["seq"], data["type"], data["time"], data["data"])
+
+    def _value(self, key: str) -> Any:
+        """``data[key]``, read without building ``data`` where the event keeps its
+        values apart (a compact event's ``message`` is the ``Message`` it keeps)."""
+        return self.data[key]
+
+    def _kept_message(self) -> Message:
+        """The :class:`~dsh_llm.Message` ``data["message"]`` encodes (decoded here; a
+        compact event reads the one it keeps)."""
+        return Message.from_json(self.data["message"])
 
     def _fields(self) -> tuple[int, str, float, Mapping[str, Any]]:
         return (self.seq, self.type, self.time, self.data)

@@ -101,6 +101,7 @@ class ChunkRun:
     __slots__ = (
         "_count",
         "_gaps",
+        "_packs",
         "_segments",
         "_total",
         "open",
@@ -123,6 +124,8 @@ class ChunkRun:
         self._gaps: Counts = array("B")
         self._total = 0
         self._segments: list[_Deltas | _Single] = []
+        #: Whether a segment packs deltas (only such a run has texts to share).
+        self._packs = False
 
     def __len__(self) -> int:
         return self._count
@@ -146,16 +149,16 @@ class ChunkRun:
     def add(self, chunk: Chunk, when: float) -> float:
         """Record ``chunk``, received at ``when``; returns the time it is kept with
         (``when`` to the millisecond, counted from the run's first chunk)."""
-        if self._count:
-            # Never negative: a clock that went back keeps the members in order.
-            gap = max(0, round((when - self.time0) * 1000) - self._total)
-            if gap < 0x100:  # most gaps: a byte, whatever the array's type code
-                self._gaps.append(gap)  # type: ignore[union-attr]  # open: an array
-                self._total += gap
-            else:
-                self._stamp(gap)
-        else:
+        total = self._total
+        gap = round((when - self.time0) * 1000) - total if self._count else 0
+        if gap <= 0:  # the first member, or a clock that went back: kept in order
             self._gaps.append(0)  # type: ignore[union-attr]  # open: an array
+        elif gap < 0x100:  # most gaps: a byte, whatever the array's type code
+            self._gaps.append(gap)  # type: ignore[union-attr]  # open: an array
+            total = self._total = total + gap
+        else:
+            self._stamp(gap)
+            total = self._total
         kind = type(chunk)
         if kind is TextDelta or kind is ReasoningDelta:
             text: object = chunk.text  # type: ignore[union-attr]  # a delta, checked above
@@ -165,9 +168,13 @@ class ChunkRun:
             text = None
         if type(text) is str:
             self._delta(chunk.type, chunk.index, text)  # type: ignore[union-attr]
-        else:
-            self._single(chunk)
-        return self._at(self._total)
+        else:  # as _single does (without the call: most chunks of a step)
+            segments = self._segments
+            if segments and type(segments[-1]) is _Deltas:
+                segments[-1].close()
+            segments.append(chunk)
+            self._count += 1
+        return self.time0 + total / 1000 if total else self.time0
 
     def _delta(self, kind: str, index: int, text: str) -> None:
         segments = self._segments
@@ -179,6 +186,7 @@ class ChunkRun:
                 return
             last.close()
         segments.append(_Deltas(kind, index, text))
+        self._packs = True
         self._count += 1
 
     def _single(self, single: _Single) -> None:
@@ -354,14 +362,13 @@ class EventLog(Sequence[SessionEvent]):
         #: The seq0 and the row index of every run, in order.
         self._run_seqs: list[int] = []
         self._run_rows: list[int] = []
-        self._len = 0
+        length = len(self._rows)  # one each, and a run its chunks
         for i, row in enumerate(self._rows):
             if type(row) is ChunkRun:
                 self._run_seqs.append(row.seq0)
                 self._run_rows.append(i)
-                self._len += len(row)
-            else:
-                self._len += 1
+                length += len(row) - 1
+        self._len = length
 
     def rows(self) -> Sequence[_Row]:
         """The rows as stored: plain events and :class:`ChunkRun` s, in order."""

@@ -83,14 +83,11 @@ _CHUNK_TYPES = (BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd, 
 #: The same, as a set of the exact classes (most chunks: no isinstance call).
 _CHUNK_CLASSES = frozenset(_CHUNK_TYPES)
 
-#: The event types whose ``data["message"]`` a caller may hand over decoded.
-_MESSAGES = frozenset({"user/message", "assistant/message"})
+#: The event types whose ``data["message"]`` is a message.
+_MESSAGE_TYPES = frozenset({"user/message", "assistant/message"})
 
 #: The event types that contribute a message to the history (see ``_message_of``).
 _CONTRIBUTE = frozenset({"user/message", "assistant/message", "tool/result"})
-
-#: Messages handed to ``append`` wait for the history at most this many at a time.
-_GIVEN_MAX = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +128,6 @@ class Session:
         "_audience",
         "_declared",
         "_derived",
-        "_given",
         "_history",
         "_last_turn",
         "_messages",
@@ -181,13 +177,11 @@ class Session:
         #: whoever persists the session waits for it before letting go of the session.
         self.writing = InFlight()
         # The history of the turns that ended, and the messages of the turn in progress
-        # (None outside a turn); the rows read so far; messages appenders handed over
-        # (by seq) so the history need not decode them; the history as last built.
+        # (None outside a turn); the rows read so far; the history as last built.
         self._messages: tuple[Message, ...] = ()
         self._open: list[Message] | None = None
         self._answered = False
         self._derived = 0
-        self._given: dict[int, Message] = {}
         self._history: tuple[Message, ...] | None = None
         self._last_turn = 0
         self._advance()
@@ -213,6 +207,8 @@ class Session:
         ``message``: for a ``user/message`` or ``assistant/message``, the
         :class:`~dsh_llm.Message` that ``data["message"]`` encodes, when the caller has
         it; the history takes it (and the event keeps it) instead of ``data["message"]``.
+        ``data["message"]`` may then be ``message`` itself: the session encodes it
+        where it is read (or, for data of no built-in shape, at once).
         """
         if type not in EVENT_TYPES and type not in self._declared:
             known = ", ".join(sorted({*EVENT_TYPES, *self._declared}))
@@ -225,18 +221,13 @@ class Session:
         run = rows[-1] if rows else None
         if builtins.type(run) is ChunkRun:  # an event after a run of chunks closes it
             run.close()
-            if message is not None and type == "assistant/message":
+            if message is not None and run._packs and type == "assistant/message":
                 # The step's deltas and its answer hold the same text: keep it once.
                 run.share(_texts(message))
         rows.append(event)
         log._len = seq + 1
         if type == "turn/start":
             self._last_turn = data["turn"]
-        if message is not None:
-            given = self._given
-            if len(given) >= _GIVEN_MAX:  # nobody derives this session's history
-                given.clear()
-            given[seq] = message
         on_append = self._on_append
         if on_append is not None:
             audience = self._audience
@@ -299,8 +290,8 @@ class Session:
         count = len(rows)
         if self._derived == count:
             return
-        given = self._given
         ended: list[Message] = []  # what joins the ended turns' history
+        start = None  # the last turn/start
         for i in range(self._derived, count):
             event = rows[i]
             if builtins.type(event) is ChunkRun:
@@ -309,17 +300,15 @@ class Session:
             if kind == "turn/start":
                 self._open = []
                 self._answered = False
-                self._last_turn = event.data["turn"]  # type: ignore[union-attr]
+                start = event
             elif kind == "turn/end":
                 if self._open is not None and (
-                    self._answered or event.data["reason"]["kind"] == "completed"  # type: ignore[union-attr]
+                    self._answered or event._value("reason")["kind"] == "completed"  # type: ignore[union-attr]
                 ):
                     ended.extend(self._open)
                 self._open = None
             elif kind in _CONTRIBUTE:
-                message = given.pop(event.seq, None) if given and kind in _MESSAGES else None  # type: ignore[union-attr]
-                if message is None:
-                    message = _message_of(event)  # type: ignore[arg-type]  # a plain event
+                message = _message_of(event)  # type: ignore[arg-type]  # a plain event
                 if message is None or (kind == "assistant/message" and not message.content):
                     continue
                 if self._open is None:  # recorded outside a turn
@@ -329,6 +318,8 @@ class Session:
                     self._answered = self._answered or message.role == "assistant"
         if ended:
             self._messages = (*self._messages, *ended)
+        if start is not None:
+            self._last_turn = start._value("turn")  # type: ignore[union-attr]  # a plain event
         self._derived = count
         self._history = None
 
@@ -377,7 +368,7 @@ class Session:
             if (
                 builtins.type(row) is not ChunkRun
                 and row.type == "turn/start"  # type: ignore[union-attr]
-                and row.data["turn"] == turn  # type: ignore[union-attr]
+                and row._value("turn") == turn  # type: ignore[union-attr]
             ):
                 return i
         return None
@@ -409,9 +400,9 @@ class Session:
             if (
                 builtins.type(row) is not ChunkRun
                 and row.type == "turn/end"  # type: ignore[union-attr]
-                and row.data["turn"] == turn  # type: ignore[union-attr]
+                and row._value("turn") == turn  # type: ignore[union-attr]
             ):
-                reason: Mapping[str, Any] = row.data["reason"]  # type: ignore[union-attr]
+                reason: Mapping[str, Any] = row._value("reason")  # type: ignore[union-attr]
                 return reason
         return None
 
@@ -475,13 +466,11 @@ def _texts(message: Message) -> list[str]:
 
 def _message_of(event: SessionEvent) -> Message | None:
     kind = event.type
-    if kind == "user/message":
-        return Message.from_json(event.data["message"])
-    if kind == "assistant/message":
-        return Message.from_json(event.data["message"])
+    if kind in _MESSAGE_TYPES:
+        return event._kept_message()
     if kind == "tool/result":
-        data = event.data
-        block = ToolResultBlock(data["call_id"], data["content"], data["is_error"])
+        value = event._value
+        block = ToolResultBlock(value("call_id"), value("content"), value("is_error"))
         return Message("tool", (block,))
     return None
 
