@@ -3,6 +3,8 @@ call, or from the data of an event that keeps none (the same message either way)
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import dsh_llm as llm
@@ -22,7 +24,7 @@ _RESULT = {"turn": 1, "step": 1, "call_id": "c1", "name": "echo", "content": "hi
     ],
 )
 def test_a_tool_result_contributes_its_block_whatever_keeps_its_data(
-    extra: dict[str, object],
+    extra: dict[str, Any],
 ) -> None:
     session = fresh()
     session.append("turn/start", {"turn": 1})
