@@ -218,7 +218,12 @@ async def _run_one(agent: LoopAgent, tools: Any, turn: int, step: int, call: Too
         result = ABORTED
         with _call_scope(turn_scope) as scope:
             call.cancel_scope = scope
-            result = await _execute(agent, tools, call)
+            if hearing(agent).tool_before:
+                result = await _execute(agent, tools, call)
+            else:  # _execute's path with no tool/before: one coroutine layer less
+                result = await tools.execute(call.name, call.arguments, call)
+                if hearing(agent).tool_after:
+                    result = await _after(agent, call, result)
     finally:
         _log_result(agent.session, turn, step, call, result)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ._checks import _COUNT, _INT, _STR, _Check, _Record
 from ._fast_init import fast_init
@@ -50,6 +50,20 @@ class Usage(_Record):
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        # _Record's, in one call (every step encodes its usage): the counts not None.
+        data: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+        if self.cache_read_tokens is not None:
+            data["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens is not None:
+            data["cache_write_tokens"] = self.cache_write_tokens
+        if self.reasoning_tokens is not None:
+            data["reasoning_tokens"] = self.reasoning_tokens
+        return data
 
 
 def add_usage(total: Usage, usage: Usage) -> Usage:

@@ -22,7 +22,7 @@ from dsh_llm import Message
 
 from ._event import SessionEvent
 
-__all__ = ["BUILDERS", "plain_event", "session_event"]
+__all__ = ["BUILDERS", "RESULT_FIELDS", "plain_event", "session_event"]
 
 #: The data shapes kept as slots: the keys, in order, of the built-in event types'
 #: data (and of the agent loop's ``usage/step``).
@@ -39,6 +39,13 @@ _SHAPES: tuple[tuple[str, ...], ...] = (
     ("turn", "step", "call_id", "name", "arguments"),
     ("turn", "step", "call_id", "name", "content", "is_error"),
     ("turn", "step", "call_id", "name", "content", "is_error", "code"),
+)
+
+#: A ``tool/result`` event's ``call_id``, ``content`` and ``is_error`` read from its
+#: slots in one call that runs no Python; AttributeError for an event of no shape that
+#: keeps them (a plain one, say).
+RESULT_FIELDS: Callable[[SessionEvent], tuple[Any, Any, Any]] = operator.attrgetter(
+    "_call_id", "_content", "_is_error"
 )
 
 #: The types whose ``message=`` may stand for ``data["message"]``.

@@ -26,7 +26,7 @@ from dsh_llm import (
     chunk_to_json,
 )
 
-from ._compact import BUILDERS, plain_event
+from ._compact import BUILDERS, RESULT_FIELDS, plain_event
 from ._event import SessionError, SessionEvent
 from ._packed import ChunkRun, EventLog
 
@@ -469,9 +469,12 @@ def _message_of(event: SessionEvent) -> Message | None:
     if kind in _MESSAGE_TYPES:
         return event._kept_message()
     if kind == "tool/result":
-        value = event._value
-        block = ToolResultBlock(value("call_id"), value("content"), value("is_error"))
-        return Message("tool", (block,))
+        try:
+            call_id, content, is_error = RESULT_FIELDS(event)
+        except AttributeError:  # data of no shape kept as slots (with "arguments", say)
+            value = event._value
+            call_id, content, is_error = value("call_id"), value("content"), value("is_error")
+        return Message("tool", (ToolResultBlock(call_id, content, is_error),))
     return None
 
 
