@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dsh import CheckReport, Context, Plugin
 from dsh_agent import AgentArgumentError, AgentError
-from dsh_scope import create_scope, scope_of
+from dsh_scope import create_scope
 from dsh_session import Session
 from dsh_system_prompt import AssembleContext, PromptSection
 
@@ -236,15 +236,18 @@ class AgentLoop(Plugin):
         a positive integer, or both ``cwd`` and ``session``; nothing is left behind.
         """
         agents = self._registry
+        taken = None  # the agent that holds the given id (refused below)
         if id is None:
             while True:  # the first free one
                 free = f"agent-{next(self._ids)}"
                 if agents.get(free) is None:
                     break
             id = free
-        given: object = id
-        if not isinstance(given, str) or not given:
-            raise AgentArgumentError(f"an agent id must be a non-empty string, got {id!r}")
+        else:
+            given: object = id
+            if not isinstance(given, str) or not given:
+                raise AgentArgumentError(f"an agent id must be a non-empty string, got {id!r}")
+            taken = agents.get(id)
         for name, checked in (
             ("max_tokens", max_tokens),
             ("max_steps", max_steps),
@@ -262,9 +265,9 @@ class AgentLoop(Plugin):
                 f'agent "{id}": pass cwd= for a new session or session=, not both '
                 "(the cwd of a session is in its header)"
             )
-        if agents.get(id) is not None:
+        if taken is not None:
             raise AgentError(f'agent "{id}" is already registered')
-        parent: Any = scope_of(owner)
+        parent: Any = owner.scope
         limits: Any = parent if isinstance(parent, LoopAgent) else self.config
         agent = LoopAgent(
             self,
