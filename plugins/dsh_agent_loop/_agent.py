@@ -206,7 +206,8 @@ class LoopAgent:
             raise SessionFencedError(self._fenced)
 
     def _queue(self, messages: list[Message]) -> None:
-        self._refuse_if_fenced()
+        if self._fenced is not None:
+            self._refuse_if_fenced()  # raises
         if self._disposed:
             raise AgentError(f'agent "{self.id}" is disposed; it takes no more messages')
         if self._driver is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 from collections.abc import Awaitable, Callable, Iterator
@@ -306,7 +307,7 @@ class AgentLoop(Plugin):
                     PromptSection(name="deployment:persona", order=0, text=persona)
                 )
             self._agents[agent] = None
-            yield lambda: self._agents.pop(agent, None)
+            yield functools.partial(self._agents.pop, agent, None)
             registered = agents._register_undo(agent)
             yield registered if registered is not None else actx.agents.register(agent)
             yield agent._close

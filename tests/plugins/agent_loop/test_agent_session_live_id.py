@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_a_session_whose_id_is_live_is_refused() -> None:
-    model = ScriptedModel(*text("unused"))
+    model = ScriptedModel(text("unused"))
     async with Context() as root:
         await root.plugin(AgentCore, {"model": "scripted"})
         model.install(root)
