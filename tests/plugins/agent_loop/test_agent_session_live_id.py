@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from dsh import Context
-from dsh.testing import ScriptedModel, text
 from dsh_agent_core import AgentCore
 from dsh_session import SessionError
 
@@ -14,10 +13,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_a_session_whose_id_is_live_is_refused() -> None:
-    model = ScriptedModel(text("unused"))
     async with Context() as root:
-        await root.plugin(AgentCore, {"model": "scripted"})
-        model.install(root)
+        await root.plugin(AgentCore, {"model": "never-called"})
         held = root.sessions.prepare(id="same")
         root.sessions.enter(held)
         other = root.sessions.prepare(id="same")
