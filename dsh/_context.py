@@ -171,12 +171,11 @@ class Context:
         fiber.dispose = self.effect(lambda: fiber._start_dispose, label=f"plugin {spec.name}")
         fiber.dispose.bounded = False
         rt.depend(fiber, spec.watches, spec.provides)
-        if fiber._epoch() is not None:
+        epoch = fiber._epoch()
+        if epoch is not None:
             fiber.state = FiberState.LOADING
             if now:
-                fiber._driving = True
-                rt.transition_started()
-                fiber.drive()
+                fiber.load_now(epoch)
             else:
                 fiber.refresh()
         return fiber

@@ -211,11 +211,11 @@ class Fiber:
         self.runtime.transition_started()
         return True
 
-    def drive(self) -> None:
+    def drive(self, step: bool | Awaitable[None] = True) -> None:
         """Run the transitions of a fiber that :meth:`refresh` queued (the runtime
         calls this). Each step runs synchronously as far as it can; the first that
-        has to wait goes on in a task of its own, with the rest of the drive."""
-        step: bool | Awaitable[None] = True
+        has to wait goes on in a task of its own, with the rest of the drive.
+        ``step`` is what a step run already gave (True: none to wait for)."""
         try:
             while step is True:
                 step = self._step()
@@ -239,6 +239,19 @@ class Fiber:
                     await step
         finally:
             self._end_drive()
+
+    def load_now(self, epoch: Any) -> None:
+        """Load a fiber nothing drives yet, right here (``epoch``: its current one).
+        A load that finishes synchronously and leaves it active is the whole drive:
+        nobody could have waited for it, so the drive's bookkeeping is skipped.
+        Otherwise the drive goes on from it, as :meth:`drive` would."""
+        self._driving = True
+        step = self._load(epoch)
+        if step is True and self.state is FiberState.ACTIVE:
+            self._driving = False
+            return
+        self.runtime.transition_started()
+        self.drive(step)
 
     def _end_drive(self) -> None:
         self._driving = False
@@ -393,11 +406,15 @@ class Fiber:
                 self._set_state(FiberState.DISPOSED)
                 self._forget()
                 return None
+            # What the drive's first step would do; an unload that finishes
+            # synchronously leaves it nothing more to do (disposed, nothing loaded).
             self._driving = True
-            self.runtime.transition_started()
-            self.drive()
-            if not self._driving:
+            step = self._unload()
+            if step is True:
+                self._driving = False
                 return None
+            self.runtime.transition_started()
+            self.drive(step)
         return self.settled()
 
     def _check_plugin(self, action: str) -> None:

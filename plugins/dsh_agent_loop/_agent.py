@@ -91,7 +91,6 @@ class LoopAgent:
         "_header",
         "_header_key",
         "_hearing",
-        "_idle",
         "_in_session",
         "_inbox",
         "_loop",
@@ -132,7 +131,6 @@ class LoopAgent:
         self._inbox: list[list[Message]] = []
         self._steering: list[Message] = []
         self._status = "idle"
-        self._idle: anyio.Event | None = None
         self._turn_scope: anyio.CancelScope | None = None
         self._abort_reason = "user"
         self._step = 0
@@ -208,7 +206,8 @@ class LoopAgent:
             raise SessionFencedError(self._fenced)
 
     def _queue(self, messages: list[Message]) -> None:
-        self._refuse_if_fenced()
+        if self._fenced is not None:
+            self._refuse_if_fenced()  # raises
         if self._disposed:
             raise AgentError(f'agent "{self.id}" is disposed; it takes no more messages')
         if self._driver is None:
@@ -226,9 +225,6 @@ class LoopAgent:
     def _abort(self, reason: str) -> None:
         self._inbox.clear()
         self._steering.clear()
-        if self._status == "idle":
-            # A message was queued but not yet picked up: its waiters are idle now.
-            self._wake_idle()
         scope = self._turn_scope
         if scope is not None and not scope.cancel_called:
             self._abort_reason = reason
@@ -236,10 +232,10 @@ class LoopAgent:
 
     async def when_idle(self) -> None:
         """Wait until no turn runs and nothing is queued."""
-        while self._status == "running" or self._inbox:
-            if self._idle is None:
-                self._idle = anyio.Event()
-            await self._idle.wait()
+        # A driver runs while a turn runs or a message is queued; it ends once none is
+        # left. A message queued after it ended starts the next one: wait for that too.
+        while (driver := self._driver) is not None:
+            await driver.wait()
 
     def _close(self) -> Awaitable[None] | None:
         """The agent's scope is being undone: it takes no more messages, and what its
@@ -276,16 +272,7 @@ class LoopAgent:
 
     # -- the driver ---------------------------------------------------------------------
 
-    def _wake_idle(self) -> None:
-        """Release the ``when_idle`` waiters; each checks its condition again."""
-        idle = self._idle
-        if idle is not None:
-            self._idle = None
-            idle.set()
-
     def _set_status(self, status: str) -> None:
-        if status == "idle":
-            self._wake_idle()
         if status != self._status:
             self._status = status
             if self._loop.status_changed.heard(self):

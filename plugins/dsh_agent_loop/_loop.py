@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 from collections.abc import Awaitable, Callable, Iterator
@@ -11,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dsh import CheckReport, Context, Plugin
 from dsh_agent import AgentArgumentError, AgentError
-from dsh_scope import create_scope, scope_of
+from dsh_scope import create_scope
 from dsh_session import Session
 from dsh_system_prompt import AssembleContext, PromptSection
 
@@ -236,15 +237,18 @@ class AgentLoop(Plugin):
         a positive integer, or both ``cwd`` and ``session``; nothing is left behind.
         """
         agents = self._registry
+        taken = None  # the agent that holds the given id (refused below)
         if id is None:
             while True:  # the first free one
                 free = f"agent-{next(self._ids)}"
                 if agents.get(free) is None:
                     break
             id = free
-        given: object = id
-        if not isinstance(given, str) or not given:
-            raise AgentArgumentError(f"an agent id must be a non-empty string, got {id!r}")
+        else:
+            given: object = id
+            if not isinstance(given, str) or not given:
+                raise AgentArgumentError(f"an agent id must be a non-empty string, got {id!r}")
+            taken = agents.get(id)
         for name, checked in (
             ("max_tokens", max_tokens),
             ("max_steps", max_steps),
@@ -262,9 +266,9 @@ class AgentLoop(Plugin):
                 f'agent "{id}": pass cwd= for a new session or session=, not both '
                 "(the cwd of a session is in its header)"
             )
-        if agents.get(id) is not None:
+        if taken is not None:
             raise AgentError(f'agent "{id}" is already registered')
-        parent: Any = scope_of(owner)
+        parent: Any = owner.scope
         limits: Any = parent if isinstance(parent, LoopAgent) else self.config
         agent = LoopAgent(
             self,
@@ -303,7 +307,7 @@ class AgentLoop(Plugin):
                     PromptSection(name="deployment:persona", order=0, text=persona)
                 )
             self._agents[agent] = None
-            yield lambda: self._agents.pop(agent, None)
+            yield functools.partial(self._agents.pop, agent, None)
             registered = agents._register_undo(agent)
             yield registered if registered is not None else actx.agents.register(agent)
             yield agent._close

@@ -189,11 +189,12 @@ class Sessions(Service):
         return self.ctx.effect(body, label=f"session {session.id}")
 
     def _refuse_live(self, session: Session) -> None:
-        if session.id in self._live:
+        if session.header.id in self._live:
             raise SessionError(f'session "{session.id}" already exists')
 
     def _hold(self, session: Session, scope: object) -> Callable[[], None]:
-        self._live[session.id] = session
+        """Take ``session`` in (its id is not live: checked by the caller)."""
+        self._live[session.header.id] = session
         session._on_append = self._publish
         session._declared = self._declared
         session._scope = scope
@@ -207,11 +208,12 @@ class Sessions(Service):
         then :meth:`enter` it (a listener that raises rolls the entry back)."""
         if self._created_event.heard(scope):
             return None
-        self._refuse_live(session)
+        if session.header.id in self._live:
+            self._refuse_live(session)  # raises
         return self._hold(session, scope)
 
     def _drop(self, session: Session) -> None:
-        del self._live[session.id]
+        del self._live[session.header.id]
         scope = session._scope
         session._on_append = None
         session._declared = frozenset()

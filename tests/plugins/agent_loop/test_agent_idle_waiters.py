@@ -1,4 +1,4 @@
-"""``when_idle`` waiters sleep on an event that is not set yet: they never spin."""
+"""``when_idle`` waiters sleep on the running driver's end: they never spin."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from dsh import Context
-from dsh.testing import Mark, ScriptedModel, Wait, run_turn, text, until
+from dsh.testing import Mark, ScriptedModel, Wait, run_turn, text
 from dsh_agent_core import AgentCore
 from dsh_agent_loop import LoopAgent
 
@@ -21,8 +21,8 @@ async def test_a_waiter_sleeps_until_the_turn_ends() -> None:
         await root.plugin(AgentCore, {"model": "scripted"})
         model.install(root)
         agent: LoopAgent = root.agents.get("main")
-        # A first turn ends and releases its waiters; the next waiter must get a fresh
-        # event, not the one already set (which would make it spin).
+        # A first turn ends and its driver with it; the next waiter must wait for the
+        # driver the next message started, not the one that ended (it would spin).
         assert await run_turn(agent, "one") == {"kind": "completed"}
         agent.send("two")
         await holding.wait()
@@ -35,11 +35,11 @@ async def test_a_waiter_sleeps_until_the_turn_ends() -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(wait_idle)
-            await until(lambda: agent._idle is not None)
+            driver = agent._driver
+            assert driver is not None
             for _ in range(50):
                 await anyio.lowlevel.checkpoint()
-                assert agent._idle is not None
-                assert not agent._idle.is_set(), "a when_idle waiter would spin"
+                assert driver.status is anyio.TaskHandle.Status.PENDING, "a waiter would spin"
             assert woke == 0
             release.set()
         assert woke == 1
