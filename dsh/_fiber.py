@@ -246,7 +246,11 @@ class Fiber:
         nobody could have waited for it, so the drive's bookkeeping is skipped.
         Otherwise the drive goes on from it, as :meth:`drive` would."""
         self._driving = True
-        step = self._load(epoch)
+        try:
+            step = self._load(epoch)
+        except BaseException:  # a KeyboardInterrupt, say: nothing drives it any more
+            self._driving = False
+            raise
         if step is True and self.state is FiberState.ACTIVE:
             self._driving = False
             return
@@ -409,7 +413,11 @@ class Fiber:
             # What the drive's first step would do; an unload that finishes
             # synchronously leaves it nothing more to do (disposed, nothing loaded).
             self._driving = True
-            step = self._unload()
+            try:
+                step = self._unload()
+            except BaseException:  # as in load_now: the fiber is not left driven
+                self._driving = False
+                raise
             if step is True:
                 self._driving = False
                 return None
