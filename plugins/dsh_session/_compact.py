@@ -186,15 +186,20 @@ def plain_event(
 
 
 class _Builders(dict[tuple[str, ...], Callable[..., SessionEvent]]):
-    """The builder of each shape; :func:`plain_event` for any other key set (no call
-    on a hit)."""
+    """The builder of each shape, made when its first event is (a run meets a few of
+    the shapes: making them all would add to every start-up); :func:`plain_event` for
+    any other key set. No call on a hit."""
 
     def __missing__(self, keys: tuple[str, ...]) -> Callable[..., SessionEvent]:
-        return plain_event
+        if keys not in _KNOWN:
+            return plain_event
+        build = self[keys] = _builder(keys)
+        return build
 
 
+_KNOWN = frozenset(_SHAPES)
 #: The builder of each shape's events, by the data's keys in order.
-BUILDERS = _Builders({keys: _builder(keys) for keys in _SHAPES})
+BUILDERS = _Builders()
 
 
 def session_event(
