@@ -24,7 +24,7 @@ from ._hearing import Hearing, hearing
 from ._limits import check_turn_limits
 from ._step_hooks import filter_request, pre_step, recover, turn_stop, user_prompt
 from ._step_log import log_header, log_messages, record_answer, stream
-from ._tool_calls import run_tool_calls
+from ._tool_calls import dispatch_calls
 from ._usage import NO_USAGE, cost
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ class LoopAgent:
         "__dict__",
         "__weakref__",
         "_abort_reason",
+        "_aborting",
         "_disposed",
         "_driver",
         "_estimated",
@@ -133,6 +134,9 @@ class LoopAgent:
         self._status = "idle"
         self._turn_scope: anyio.CancelScope | None = None
         self._abort_reason = "user"
+        #: Whether the running turn's scope was cancelled (only ``_abort`` cancels it):
+        #: a step reads this rather than ask the scope.
+        self._aborting = False
         self._step = 0
         self._header: dict[str, Any] | None = None
         #: The request parts the last header was made of (``log_header``).
@@ -228,6 +232,7 @@ class LoopAgent:
         scope = self._turn_scope
         if scope is not None and not scope.cancel_called:
             self._abort_reason = reason
+            self._aborting = True
             scope.cancel()
 
     async def when_idle(self) -> None:
@@ -330,6 +335,7 @@ class LoopAgent:
                 # status listener already aborts this turn.
                 scope = self._turn_scope = anyio.CancelScope()
                 self._abort_reason = "user"
+                self._aborting = False
                 self._set_status("running")
                 if not self._in_session:  # running already: when_idle waits for it
                     await self._start_session()
@@ -362,7 +368,7 @@ class LoopAgent:
                 if self._loop.turn_started.heard(self):
                     self._emit("agent/turn-start", self, turn)
                 with scope:
-                    reason = await self._steps(turn, messages, scope)
+                    reason = await self._steps(turn, messages)
                 if scope.cancelled_caught:
                     reason = {"kind": "aborted", "reason": self._abort_reason}
             except anyio.get_cancelled_exc_class():
@@ -402,9 +408,7 @@ class LoopAgent:
         self._fenced = str(fence)
         return True
 
-    async def _steps(
-        self, turn: int, messages: list[Message], scope: anyio.CancelScope
-    ) -> dict[str, Any]:
+    async def _steps(self, turn: int, messages: list[Message]) -> dict[str, Any]:
         session = self.session
         ctx = self.ctx
         loop = self._loop
@@ -414,8 +418,7 @@ class LoopAgent:
         tools = ctx.tools
         llm, session_id = loop.ctx.llm, session.id
         pending = await user_prompt(self, messages) if loop.user_prompt.heard(self) else messages
-        max_tokens = False
-        retried = False
+        max_tokens = retried = False
         step = used = 0
         while True:
             # Another step: within the turn's limits? (Always, before the first one.)
@@ -425,7 +428,7 @@ class LoopAgent:
             # listener, say) takes effect here rather than after the model call. Any
             # other cancel reaches the step at its first await that waits, or at the
             # tool call's checkpoint (``tools.execute``).
-            if scope.cancel_called:
+            if self._aborting:
                 await anyio.lowlevel.checkpoint_if_cancelled()
             pending.extend(self._steering)
             self._steering.clear()
@@ -472,8 +475,13 @@ class LoopAgent:
                 max_tokens = max_tokens or finish.reason == "max-tokens"
                 calls = result.message.tool_calls
                 if calls:
-                    await run_tool_calls(
-                        self, turn, step, calls, loop.config.max_parallel_tool_calls, tools=tools
+                    await dispatch_calls(
+                        self,
+                        turn,
+                        step,
+                        calls,
+                        loop.config.max_parallel_tool_calls,
+                        tools=tools,
                     )
             finally:
                 session.append("step/end", {"turn": turn, "step": step})

@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from dsh_agent import HookDecision
-from dsh_approval import ApprovalDeniedError, ApprovalRequest
 from dsh_llm import ToolCallBlock
 from dsh_tools import ToolCall, ToolResult
 
 from ._hearing import hearing
 
 if TYPE_CHECKING:
+    from dsh_approval import ApprovalRequest
     from dsh_session import Session
 
     from ._agent import LoopAgent
 
-__all__ = ["ABORTED", "ABORTED_BEFORE_DISPATCH", "run_tool_calls"]
+__all__ = ["ABORTED", "ABORTED_BEFORE_DISPATCH", "dispatch_calls", "run_tool_calls"]
 
 _log = logging.getLogger("dsh.agent-loop")
 
@@ -67,6 +67,8 @@ def _denied(reason: str) -> ToolResult:
 
 
 def _ask_request(call: ToolCall, reason: str) -> ApprovalRequest:
+    from dsh_approval import ApprovalRequest  # only an "ask" needs it: not at start-up
+
     shown = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
     if len(shown) > _TITLE_ARGUMENTS:
         shown = shown[: _TITLE_ARGUMENTS - 1] + "…"
@@ -108,6 +110,8 @@ async def _before(agent: LoopAgent, call: ToolCall) -> ToolResult | None:
         request = _ask_request(call, decision.reason)
         approval = agent.ctx.get("approval")
         if approval is None or not await approval.request(request):
+            from dsh_approval import ApprovalDeniedError  # imported by _ask_request
+
             policy = None if approval is None or approval.policy != "deny" else "deny"
             error = ApprovalDeniedError(request, policy)
             return ToolResult(f"Error: {error}", is_error=True, code=error.code)
@@ -154,13 +158,6 @@ async def _execute(agent: LoopAgent, tools: Any, call: ToolCall) -> ToolResult:
     return result
 
 
-def _call_scope(turn_scope: anyio.CancelScope | None) -> anyio.CancelScope:
-    """A new cancel scope for one call. ``anyio.CancelScope()`` asks which backend runs
-    before making the backend's own scope; a scope of the turn scope's class (the
-    running backend's) skips that question."""
-    return anyio.CancelScope() if turn_scope is None else type(turn_scope)()
-
-
 async def run_tool_calls(
     agent: LoopAgent,
     turn: int,
@@ -178,6 +175,29 @@ async def run_tool_calls(
     When the turn is cancelled, a call that had started gets :data:`ABORTED` and one
     that had not gets :data:`ABORTED_BEFORE_DISPATCH`: every call gets a result.
     """
+    if tools is None:
+        tools = agent.ctx.tools
+    await dispatch_calls(agent, turn, step, calls, limit, tools=tools)
+
+
+async def dispatch_calls(
+    agent: LoopAgent,
+    turn: int,
+    step: int,
+    calls: list[ToolCallBlock],
+    limit: int,
+    *,
+    tools: Any,
+) -> None:
+    """:func:`run_tool_calls` for the step loop: with the step's tools (taken once a
+    turn).
+
+    A step with one call (the usual one) runs it here: no task, no task group, no
+    semaphore, no coroutine of its own. Its outcomes are those of :func:`_run_many`: a
+    turn cancelled before the call is dispatched gives :data:`ABORTED_BEFORE_DISPATCH`,
+    one cancelled while it runs (or a tool that cancels its own call's scope) gives
+    :data:`ABORTED`.
+    """
     session = agent.session
     made = []
     for block in calls:
@@ -192,31 +212,27 @@ async def run_tool_calls(
             },
         )
         made.append(ToolCall(block.id, agent=agent, name=block.name, arguments=block.arguments))
-    if tools is None:
-        tools = agent.ctx.tools
-    if len(made) == 1:
-        await _run_one(agent, tools, turn, step, made[0])
-    else:
-        await _run_many(agent, turn, step, made, limit, tools=tools)
-
-
-async def _run_one(agent: LoopAgent, tools: Any, turn: int, step: int, call: ToolCall) -> None:
-    """The fast path of a step with one call: no task, no task group, no semaphore.
-
-    The outcomes are those of :func:`_run_many`: a turn cancelled before the call is
-    dispatched gives :data:`ABORTED_BEFORE_DISPATCH`, one cancelled while it runs (or a
-    tool that cancels its own call's scope) gives :data:`ABORTED`.
-    """
+    turn_scope = agent._turn_scope
+    # A new scope per call. ``anyio.CancelScope()`` asks which backend runs before it
+    # makes the backend's own scope; the turn scope's class (the running backend's)
+    # skips that question.
+    new_scope: type[anyio.CancelScope] = (
+        anyio.CancelScope if turn_scope is None else type(turn_scope)
+    )
+    if len(made) > 1:
+        await _run_many(agent, turn, step, made, limit, tools=tools, new_scope=new_scope)
+        return
+    call = made[0]
     result = ABORTED_BEFORE_DISPATCH
     try:
         # Where the concurrent path's slot acquisition would notice a pending cancel:
-        # the turn's (from a listener, say) is looked at here, any other cancel is
-        # delivered by the checkpoint ``tools.execute`` starts with.
-        turn_scope = agent._turn_scope
-        if turn_scope is None or turn_scope.cancel_called:
+        # the turn's (from a listener, say: the agent notes its aborts, so no scope
+        # is asked) is looked at here, any other cancel is delivered by the checkpoint
+        # ``tools.execute`` starts with.
+        if turn_scope is None or agent._aborting:
             await anyio.lowlevel.checkpoint_if_cancelled()
         result = ABORTED
-        with _call_scope(turn_scope) as scope:
+        with new_scope() as scope:
             call.cancel_scope = scope
             if hearing(agent).tool_before:
                 result = await _execute(agent, tools, call)
@@ -225,11 +241,18 @@ async def _run_one(agent: LoopAgent, tools: Any, turn: int, step: int, call: Too
                 if hearing(agent).tool_after:
                     result = await _after(agent, call, result)
     finally:
-        _log_result(agent.session, turn, step, call, result)
+        _log_result(session, turn, step, call, result)
 
 
 async def _run_many(
-    agent: LoopAgent, turn: int, step: int, calls: list[ToolCall], limit: int, *, tools: Any
+    agent: LoopAgent,
+    turn: int,
+    step: int,
+    calls: list[ToolCall],
+    limit: int,
+    *,
+    tools: Any,
+    new_scope: type[anyio.CancelScope],
 ) -> None:
     session = agent.session
     count = len(calls)
@@ -250,11 +273,9 @@ async def _run_many(
             committed = i + 1
             _log_result(session, turn, step, calls[i], result)
 
-    turn_scope = agent._turn_scope
-
     async def run(i: int, call: ToolCall) -> None:
         try:
-            with _call_scope(turn_scope) as scope:
+            with new_scope() as scope:
                 call.cancel_scope = scope
                 results[i] = await _execute(agent, tools, call)
             # A tool that cancelled its own call's scope ends like an aborted call.

@@ -81,18 +81,8 @@ def shown_schema(schema: Mapping[str, Any], names: ArgumentNames) -> dict[str, A
     return shown
 
 
-def _keys(arguments: str | Mapping[Any, Any]) -> Collection[str]:
-    """The top-level keys of the arguments, in their order (none when they are not an
-    object: the model's validation says what is wrong)."""
-    if type(arguments) is str or isinstance(arguments, str):
-        try:
-            # One C call (the json module's loads is three Python ones).
-            parsed = from_json(arguments)
-        except ValueError:
-            return ()
-        # A JSON object's keys are strings: the dict itself holds them, in order.
-        return parsed if type(parsed) is dict else ()
-    return [str(key) for key in arguments]
+#: ``BaseModel.model_validate_json`` itself, to tell a model that has its own.
+_VALIDATE_JSON = BaseModel.model_validate_json.__func__  # type: ignore[attr-defined]
 
 
 def _location(loc: Iterable[int | str]) -> str:
@@ -149,7 +139,21 @@ def validate_arguments(
     accepted = names.accepted
     unknown: list[str] = []
     if accepted is not None:
-        keys = _keys(mapping if text is None else text)
+        # The top-level keys, in their order (none when the arguments are not an
+        # object: the model's validation says what is wrong).
+        keys: Collection[str] = ()
+        if text is None:
+            keys = [str(key) for key in mapping]
+        else:
+            try:
+                # One C call (the json module's loads is three Python ones).
+                parsed = from_json(text)
+            except ValueError:
+                pass
+            else:
+                # A JSON object's keys are strings: the dict itself holds them, in order.
+                if type(parsed) is dict:
+                    keys = parsed
         if not accepted.issuperset(keys):  # the usual call takes only names it knows
             unknown = [k for k in keys if k not in accepted]
     args: BaseModel | None = None
@@ -158,7 +162,12 @@ def validate_arguments(
         if text is None:
             args = model.model_validate(dict(mapping))
         elif text.strip():
-            args = model.model_validate_json(text)
+            # What ``model_validate_json`` does with its defaults, without its frame,
+            # unless the model has its own.
+            if model.model_validate_json.__func__ is _VALIDATE_JSON:  # type: ignore[attr-defined]
+                args = model.__pydantic_validator__.validate_json(text)
+            else:
+                args = model.model_validate_json(text)
         else:
             args = model.model_validate({})
     except ValidationError as exc:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import CoroutineType
 from typing import Any
 
-import anyio
+from anyio._core._eventloop import get_async_backend  # not re-exported; see execute
 from pydantic import BaseModel, ConfigDict
 
 from dsh import Context, Disposer, DshError, Fiber, Service, hookspec
@@ -311,16 +311,6 @@ class Tools(Service):
             if layer.admits_own(name):
                 yield entry
 
-    def _resolve(self, scope: object, name: str) -> _Entry | None:
-        layer = None if scope is None else self._scoped.get(id(scope))  # _scope_layer's
-        if layer is not None:
-            own = layer.tools.get(name)
-            if own is not None:
-                return own if layer.admits_own(name) else None
-            if not layer.admits(name):
-                return None
-        return self._global.tools.get(name)
-
     def _refused(self, scope: object, name: str) -> ToolResult | None:
         """The answer of the first restriction of ``scope`` that refuses ``name`` with
         a ``refusal``, if any."""
@@ -367,12 +357,29 @@ class Tools(Service):
         exception or a wrong return type: each becomes an error result with a code.
         Cancellation propagates; a call whose caller is already cancelled never starts.
         """
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        # anyio's checkpoint asks which backend runs at every call; the service lives
+        # in one event loop, so its backend's check is looked up once.
+        check = self.__dict__.get("_check_cancelled")
+        if check is None:
+            check = self.__dict__["_check_cancelled"] = get_async_backend().checkpoint_if_cancelled
+        await check()
         if call is None:
             call = ToolCall(id="")
-        entry = self._resolve(self.ctx.scope, name)
+        # The tool the caller's scope sees: its own (unless its own=True restrictions
+        # hide it), else the global one its restrictions admit. (``_scope_layer``'s
+        # lookup, inline: this runs for every call.)
+        scope = self.ctx.scope
+        layer = None if scope is None else self._scoped.get(id(scope))
+        entry: _Entry | None = None
+        if layer is None:
+            entry = self._global.tools.get(name)
+        elif name in layer.tools:
+            if layer.admits_own(name):
+                entry = layer.tools[name]
+        elif layer.admits(name):
+            entry = self._global.tools.get(name)
         if entry is None:
-            refused = self._refused(self.ctx.scope, name)
+            refused = self._refused(scope, name)
             if refused is not None:
                 return refused
             return ToolResult(
