@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from ._deployment import leave_out_unset_env, load_deployment
 from ._entry_points import entry_points
 from ._errors import DshError
 from ._fiber import Fiber
+from ._record import record
 from ._shutdown import EXIT_TERMINATED, Shutdown
 from ._startup import collection_paused
 from ._stderr import flush_stdout, only_broken_pipes, print_stderr, tolerant_stderr
@@ -66,7 +66,7 @@ class CommandLoadError(CommandError):
         self.brief = brief
 
 
-@dataclass(frozen=True)
+@record
 class Command:
     """One ``dsh`` subcommand.
 

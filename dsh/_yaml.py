@@ -18,6 +18,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from dsh._errors import DeploymentError
+from dsh._record import record
 
 __all__ = [
     "EntrySpec",
@@ -49,7 +50,7 @@ MAX_CONFIG_VALUES = 100_000
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@dataclass(frozen=True)
+@record
 class EnvRef:
     """A ``!env NAME`` or ``!env [NAME, default]`` placeholder, evaluated at start time."""
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from dsh import Context, Disposer, DshError, Service, hookspec
+from dsh._record import record
 
 __all__ = [
     "ALWAYS",
@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class ApprovalRequest:
     """One question: may the agent do this?
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from dsh._record import record
+
 from ._checks import _COUNT, _INT, _STR, _Check, _Record
-from ._fast_init import fast_init
 
 __all__ = ["LlmFailure", "Usage", "add_usage"]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class LlmFailure(_Record):
     """Why a model call failed: a readable message and a stable code."""
 
@@ -32,8 +31,7 @@ class LlmFailure(_Record):
     request_id: str | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class Usage(_Record):
     """Token counts; cache reads are not included in ``input_tokens``."""
 

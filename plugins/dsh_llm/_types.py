@@ -9,10 +9,11 @@ value is a :class:`LlmFormatError` that says which key is wrong and why.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
 from dsh import DshError
+from dsh._record import record
 from dsh_system_prompt import ToolSchema
 
 from ._checks import (
@@ -29,7 +30,6 @@ from ._checks import (
     _one_of,
     _record,
 )
-from ._fast_init import fast_init
 from ._records import LlmFailure, Usage, add_usage
 
 __all__ = [
@@ -90,8 +90,7 @@ class LlmError(DshError, RuntimeError):
 # -- content blocks -----------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class TextBlock:
     """Text the model wrote, or text a user sent."""
 
@@ -99,8 +98,7 @@ class TextBlock:
     type: Literal["text"] = field(default="text", init=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class ReasoningBlock:
     """The model's reasoning (DeepSeek's ``reasoning_content``, Anthropic's thinking).
 
@@ -114,8 +112,7 @@ class ReasoningBlock:
     type: Literal["reasoning"] = field(default="reasoning", init=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCallBlock:
     """A tool call; ``arguments`` is the raw JSON text the model produced."""
 
@@ -125,8 +122,7 @@ class ToolCallBlock:
     type: Literal["tool-call"] = field(default="tool-call", init=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class ToolResultBlock:
     """The result of one tool call, sent back to the model."""
 
@@ -167,8 +163,7 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
 # -- messages and requests ----------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class Message:
     """One message of the history: ``user``, ``assistant`` or ``tool`` (results)."""
 
@@ -260,8 +255,7 @@ def _plain_message(data: object) -> Message | None:
     return Message(role, tuple(blocks))
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class LlmRequest:
     """One model call: which model, the system prompt, the history and the tools."""
 
@@ -278,8 +272,7 @@ class LlmRequest:
 # -- stream chunks ------------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class BlockStart:
     """Block ``index`` begins; it holds ``block_type`` content."""
 
@@ -288,8 +281,7 @@ class BlockStart:
     type: Literal["block-start"] = field(default="block-start", init=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class TextDelta:
     """More text for text block ``index``."""
 
@@ -298,8 +290,7 @@ class TextDelta:
     type: Literal["text-delta"] = field(default="text-delta", init=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class ReasoningDelta:
     """More reasoning for reasoning block ``index``."""
 
@@ -308,8 +299,7 @@ class ReasoningDelta:
     type: Literal["reasoning-delta"] = field(default="reasoning-delta", init=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCallDelta:
     """A fragment of a tool call: the id and name arrive once, arguments in pieces."""
 
@@ -320,8 +310,7 @@ class ToolCallDelta:
     type: Literal["tool-call-delta"] = field(default="tool-call-delta", init=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class BlockEnd:
     """The block at ``index`` is complete (``block`` is its final form, if known)."""
 
@@ -330,8 +319,7 @@ class BlockEnd:
     type: Literal["block-end"] = field(default="block-end", init=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class UsageChunk:
     """The call's token counts (before the finish)."""
 
@@ -339,8 +327,7 @@ class UsageChunk:
     type: Literal["usage"] = field(default="usage", init=False)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class Finish:
     """The end of a stream: ``reason`` is one of :data:`FINISH_REASONS`.
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from dsh import DshError
+from dsh._record import record
 from dsh_llm import Message
 
 __all__ = ["OpaqueEvent", "SessionError", "SessionEvent"]
@@ -18,7 +18,7 @@ class SessionError(DshError, ValueError):
     code = "SESSION"
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class SessionEvent:
     """One record of the log; ``seq`` counts from 0 without gaps, ``time`` is epoch seconds.
 
@@ -60,7 +60,7 @@ class SessionEvent:
         return hash(self._fields())
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class OpaqueEvent(SessionEvent):
     """A stored event of a type that no plugin of the reading deployment declares.
 

@@ -8,10 +8,10 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dsh import Context, Disposer, Fiber, Service, counted, hookspec
+from dsh._record import record
 from dsh_llm import Usage
 
 from ._event import SessionError, SessionEvent
@@ -36,7 +36,7 @@ class SessionStoreConflictError(SessionError):
     code = "SESSION_STORE_CONFLICT"
 
 
-@dataclass(frozen=True)
+@record
 class UnsavedRecords:
     """Records of a live session that a persistence backend holds but could not store
     (see :meth:`Sessions.flush`): how many, and the error of the last try."""
