@@ -24,7 +24,7 @@ from ._hearing import Hearing, hearing
 from ._limits import check_turn_limits
 from ._step_hooks import filter_request, pre_step, recover, turn_stop, user_prompt
 from ._step_log import log_header, log_messages, record_answer, stream
-from ._tool_calls import dispatch_calls
+from ._tool_calls import run_tool_calls
 from ._usage import NO_USAGE, cost
 
 if TYPE_CHECKING:
@@ -475,13 +475,8 @@ class LoopAgent:
                 max_tokens = max_tokens or finish.reason == "max-tokens"
                 calls = result.message.tool_calls
                 if calls:
-                    await dispatch_calls(
-                        self,
-                        turn,
-                        step,
-                        calls,
-                        loop.config.max_parallel_tool_calls,
-                        tools=tools,
+                    await run_tool_calls(
+                        self, turn, step, calls, loop.config.max_parallel_tool_calls, tools=tools
                     )
             finally:
                 session.append("step/end", {"turn": turn, "step": step})

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from ._agent import LoopAgent
 
-__all__ = ["ABORTED", "ABORTED_BEFORE_DISPATCH", "dispatch_calls", "run_tool_calls"]
+__all__ = ["ABORTED", "ABORTED_BEFORE_DISPATCH", "run_tool_calls"]
 
 _log = logging.getLogger("dsh.agent-loop")
 
@@ -174,30 +174,12 @@ async def run_tool_calls(
 
     When the turn is cancelled, a call that had started gets :data:`ABORTED` and one
     that had not gets :data:`ABORTED_BEFORE_DISPATCH`: every call gets a result.
+
+    A step with one call (the usual one) runs it here: no task, no task group, no
+    semaphore, no coroutine of its own. Its outcomes are those of :func:`_run_many`.
     """
     if tools is None:
         tools = agent.ctx.tools
-    await dispatch_calls(agent, turn, step, calls, limit, tools=tools)
-
-
-async def dispatch_calls(
-    agent: LoopAgent,
-    turn: int,
-    step: int,
-    calls: list[ToolCallBlock],
-    limit: int,
-    *,
-    tools: Any,
-) -> None:
-    """:func:`run_tool_calls` for the step loop: with the step's tools (taken once a
-    turn).
-
-    A step with one call (the usual one) runs it here: no task, no task group, no
-    semaphore, no coroutine of its own. Its outcomes are those of :func:`_run_many`: a
-    turn cancelled before the call is dispatched gives :data:`ABORTED_BEFORE_DISPATCH`,
-    one cancelled while it runs (or a tool that cancels its own call's scope) gives
-    :data:`ABORTED`.
-    """
     session = agent.session
     made = []
     for block in calls:

@@ -12,12 +12,11 @@ are dropped. Contradictions are :class:`AssemblyError`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from dsh import DshError
+from dsh._record import record
 
-from ._fast_init import fast_init
 from ._types import (
     BLOCK_TYPES,
     Block,
@@ -48,8 +47,7 @@ class AssemblyError(DshError, ValueError):
     code = "ASSEMBLY_INVARIANT"
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@record
 class AssembledMessage:
     """The outcome of one stream."""
 

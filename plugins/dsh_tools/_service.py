@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import CoroutineType
 from typing import Any
@@ -112,6 +112,8 @@ class Tools(Service):
         #: Counts the changes (``tools/change``): a provider answer made at another
         #: count is stale.
         self._changes = 0
+        #: The running backend's ``checkpoint_if_cancelled``, looked up at the first call.
+        self._check_cancelled: Callable[[], Awaitable[None]] | None = None
         super().__init__(ctx, config)
 
     def setup(self) -> Disposer:
@@ -359,9 +361,9 @@ class Tools(Service):
         """
         # anyio's checkpoint asks which backend runs at every call; the service lives
         # in one event loop, so its backend's check is looked up once.
-        check = self.__dict__.get("_check_cancelled")
+        check = self._check_cancelled
         if check is None:
-            check = self.__dict__["_check_cancelled"] = get_async_backend().checkpoint_if_cancelled
+            check = self._check_cancelled = get_async_backend().checkpoint_if_cancelled
         await check()
         if call is None:
             call = ToolCall(id="")

@@ -1,5 +1,5 @@
 """The faster ``__init__`` of the hot frozen records keeps them what ``dataclasses``
-made (``dsh_llm._fast_init``)."""
+made (``dsh._record.fast_init``, which ``record`` applies)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import dsh_llm as llm
-from dsh_llm._fast_init import fast_init
+from dsh._record import fast_init
 
 
 def _made() -> Any:
